@@ -1,0 +1,111 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { DomainError, DomainErrorCode, ValidationFailedError } from './domain-error';
+import { isDatabaseUnavailable } from './database-errors';
+import { problem, sendProblem } from './problem';
+import { HttpProblemError, RenderableError } from './renderable-error';
+import { requestIdOf } from './request-id.middleware';
+
+/** Paths whose errors keep the OAuth 2.0 format (RFC 6749 5.2) instead of problem+json. */
+const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect']);
+
+const BODY_PARSER_STATUS: Record<string, number> = {
+  'entity.parse.failed': 400,
+  'entity.too.large': 413,
+  'encoding.unsupported': 415,
+  'charset.unsupported': 415,
+  'request.aborted': 400,
+  'request.size.invalid': 400,
+  'stream.encoding.set': 500,
+  'parameters.too.many': 413,
+};
+
+function domainStatus(code: DomainErrorCode): number {
+  switch (code) {
+    case DomainErrorCode.UserNotFound:
+    case DomainErrorCode.OrderNotFound:
+      return 404;
+    case DomainErrorCode.EmailTaken:
+      return 409;
+    case DomainErrorCode.AdminOnly:
+    case DomainErrorCode.RoleChangeForbidden:
+      return 403;
+    case DomainErrorCode.UnknownPrincipal:
+      return 401;
+    case DomainErrorCode.DatabaseUnavailable:
+      return 503;
+  }
+}
+
+/** Maps every error to one answer: problem+json for the API, the RFC format for OAuth endpoints. */
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request>();
+    const res = ctx.getResponse<Response>();
+    if (res.headersSent) {
+      this.logger.error({ requestId: requestIdOf(req), err: describe(exception) }, 'error after headers were sent');
+      return;
+    }
+    if (exception instanceof RenderableError) {
+      exception.render(res);
+      return;
+    }
+    const instance = req.originalUrl?.split('?')[0] ?? req.url;
+    const { status, detail, code, headers, errors } = this.classify(exception, req);
+    if (OAUTH_JSON_PATHS.has(req.path) && status < 500) {
+      res.status(status).setHeader('Cache-Control', 'no-store');
+      res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
+      return;
+    }
+    sendProblem(res, problem(status, detail, instance, code, errors), headers);
+  }
+
+  private classify(exception: unknown, req: Request) {
+    const headers: Record<string, string> = {};
+    if (exception instanceof ValidationFailedError) {
+      return { status: 400, detail: exception.message, code: 'validation-error', headers, errors: exception.errors };
+    }
+    if (exception instanceof HttpProblemError) {
+      return { status: exception.status, detail: exception.message, code: exception.code, headers: exception.headers };
+    }
+    if (exception instanceof DomainError) {
+      return { status: domainStatus(exception.code), detail: exception.message, code: exception.code, headers };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const detail = status >= 500 ? 'An internal error occurred.' : exception.message;
+      if (status >= 500) this.logError(exception, req);
+      return { status, detail, code: undefined, headers };
+    }
+    const bodyError = exception as { type?: string; status?: number; expose?: boolean };
+    if (bodyError && typeof bodyError.type === 'string' && bodyError.type in BODY_PARSER_STATUS) {
+      const status = BODY_PARSER_STATUS[bodyError.type];
+      const detail =
+        status === 413
+          ? 'The request body is too large.'
+          : status === 415
+            ? 'The request body encoding is not supported.'
+            : 'The request body is not valid JSON.';
+      return { status, detail, code: undefined, headers };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      this.logError(exception, req);
+      headers['Retry-After'] = '5';
+      return { status: 503, detail: 'The service is temporarily unavailable.', code: DomainErrorCode.DatabaseUnavailable, headers };
+    }
+    this.logError(exception, req);
+    return { status: 500, detail: 'An internal error occurred.', code: undefined, headers };
+  }
+
+  private logError(exception: unknown, req: Request): void {
+    this.logger.error({ requestId: requestIdOf(req), method: req.method, path: req.path, err: describe(exception) }, 'request failed');
+  }
+}
+
+function describe(exception: unknown): string {
+  return exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
+}

@@ -1,0 +1,90 @@
+import {
+  type ArgumentMetadata,
+  Injectable,
+  type PipeTransform,
+  Query,
+  ValidationPipe,
+  applyDecorators,
+} from '@nestjs/common';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, Max, Min, type ValidationError } from 'class-validator';
+import { type FieldError, ValidationFailedError } from './domain-error';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function flatten(errors: ValidationError[], prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    const field = prefix ? `${prefix}.${error.property}` : error.property;
+    const messages = Object.entries(error.constraints ?? {}).map(([kind, message]) =>
+      kind === 'whitelistValidation' ? `${field} is not an allowed field` : message,
+    );
+    if (messages.length) out.push({ field, message: messages.join('; ') });
+    if (error.children?.length) out.push(...flatten(error.children, field));
+  }
+  return out;
+}
+
+/** The global pipe: strips nothing silently, rejects unknown fields, converts only where a DTO says so. */
+export function createValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    transform: true,
+    transformOptions: { enableImplicitConversion: false },
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => new ValidationFailedError(flatten(errors)),
+  });
+}
+
+/** Query strings arrive as strings: convert a plain decimal integer, leave anything else to fail `@IsInt`. */
+function toInt({ value }: { value: unknown }): unknown {
+  return typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value;
+}
+
+export function OptionalIntQuery(field: string, min: number, max: number) {
+  return applyDecorators(
+    IsOptional(),
+    Transform(toInt),
+    IsInt({ message: `${field} must be an integer between ${min} and ${max}` }),
+    Min(min, { message: `${field} must be an integer between ${min} and ${max}` }),
+    Max(max, { message: `${field} must be an integer between ${min} and ${max}` }),
+  );
+}
+
+/** An enumerated field whose error message lists every allowed value. */
+export function OneOf(field: string, values: readonly string[]) {
+  return IsIn(values as string[], { message: `${field} must be one of: ${values.join(', ')}` });
+}
+
+export const SORT_ORDERS = ['asc', 'desc'] as const;
+export type SortOrder = (typeof SORT_ORDERS)[number];
+
+/** Path ids are UUIDs; anything else is a 400 naming the parameter, before any query runs. */
+@Injectable()
+export class UuidParamPipe implements PipeTransform<string, string> {
+  transform(value: string, metadata: ArgumentMetadata): string {
+    if (typeof value !== 'string' || !UUID.test(value)) {
+      const field = metadata.data ?? 'id';
+      throw new ValidationFailedError([{ field, message: `${field} must be a UUID` }]);
+    }
+    return value.toLowerCase();
+  }
+}
+
+@Injectable()
+class NoQueryParamsPipe implements PipeTransform {
+  transform(value: Record<string, unknown>): Record<string, unknown> {
+    const keys = Object.keys(value ?? {});
+    if (keys.length) {
+      throw new ValidationFailedError(keys.map((field) => ({ field, message: `${field} is not an allowed query parameter` })));
+    }
+    return value;
+  }
+}
+
+/** For routes that take no query parameters: any parameter is a 400. */
+export function NoQueryParams(): ParameterDecorator {
+  return Query(new NoQueryParamsPipe());
+}

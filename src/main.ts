@@ -1,0 +1,25 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module';
+import { AppConfig, ConfigError } from './config/app-config';
+import { configureApp } from './configure-app';
+
+async function bootstrap(): Promise<void> {
+  // Validate the configuration before anything else, so a bad variable is one clear line.
+  const config = AppConfig.fromEnv(process.env);
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
+  configureApp(app);
+  await app.listen(config.port, config.host);
+  new Logger('Bootstrap').log(`listening on http://${config.host}:${config.port} (issuer ${config.issuer})`);
+}
+
+bootstrap().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`configuration error: ${error.message}\n`);
+  } else {
+    process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+});

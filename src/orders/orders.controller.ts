@@ -1,0 +1,50 @@
+import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { Principal, Scopes } from '../auth/auth.decorators';
+import type { AuthPrincipal } from '../auth/principal';
+import type { Page } from '../common/pagination';
+import { NoQueryParams, UuidParamPipe } from '../common/validation';
+import { CreateOrderDto } from './dto/create-order.dto';
+import { ListOrdersQueryDto } from './dto/list-orders-query.dto';
+import { OrderResponseDto } from './dto/order-response.dto';
+import { OrdersService } from './orders.service';
+
+@Controller('users/:userId/orders')
+export class OrdersController {
+  constructor(private readonly orders: OrdersService) {}
+
+  @Get()
+  @Scopes('orders:read')
+  list(
+    @Principal() principal: AuthPrincipal,
+    @Param('userId', UuidParamPipe) userId: string,
+    @Query() query: ListOrdersQueryDto,
+  ): Promise<Page<OrderResponseDto>> {
+    return this.orders.list(principal, userId, query);
+  }
+
+  @Get(':orderId')
+  @Scopes('orders:read')
+  get(
+    @Principal() principal: AuthPrincipal,
+    @Param('userId', UuidParamPipe) userId: string,
+    @Param('orderId', UuidParamPipe) orderId: string,
+    @NoQueryParams() _query: unknown,
+  ): Promise<OrderResponseDto> {
+    return this.orders.get(principal, userId, orderId);
+  }
+
+  @Post()
+  @Scopes('orders:write')
+  async create(
+    @Principal() principal: AuthPrincipal,
+    @Param('userId', UuidParamPipe) userId: string,
+    @Body() body: CreateOrderDto,
+    @NoQueryParams() _query: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<OrderResponseDto> {
+    const order = await this.orders.create(principal, userId, body);
+    res.location(`/users/${userId}/orders/${order.id}`);
+    return order;
+  }
+}

@@ -1,0 +1,24 @@
+import { IsOptional } from 'class-validator';
+import type { Gender, Role } from '../user.entity';
+import { UserFields } from './user-fields';
+
+export class CreateUserDto {
+  @UserFields.email()
+  email: string;
+
+  @UserFields.password()
+  password: string;
+
+  @UserFields.name()
+  name: string;
+
+  @UserFields.gender()
+  gender: Gender;
+
+  @UserFields.age()
+  age: number;
+
+  @IsOptional()
+  @UserFields.role()
+  role?: Role;
+}

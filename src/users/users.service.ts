@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { PasswordHasher } from '../auth/password-hasher';
+import type { AuthPrincipal } from '../auth/principal';
+import { RevocationService } from '../auth/revocation.service';
+import { isUniqueViolation } from '../common/database-errors';
+import { DomainError, DomainErrorCode } from '../common/domain-error';
+import type { Page } from '../common/pagination';
+import type { CreateUserDto } from './dto/create-user.dto';
+import type { ListUsersQueryDto, UserSortKey } from './dto/list-users-query.dto';
+import type { UpdateUserDto } from './dto/update-user.dto';
+import { UserResponseDto } from './dto/user-response.dto';
+import { User, type Role } from './user.entity';
+import { UserCount } from './user-count.entity';
+
+/** Sort keys map to columns through this allow-list only. */
+const SORT_COLUMNS: Record<UserSortKey, string> = {
+  age: 'u.age',
+  name: 'u.name',
+  email: 'u.email',
+  createdAt: 'u.created_at',
+};
+
+export interface Actor {
+  id: string;
+  role: Role;
+}
+
+export interface UserCredentials {
+  id: string;
+  passwordHash: string;
+}
+
+@Injectable()
+export class UsersService {
+  constructor(
+    @InjectRepository(User) private readonly users: Repository<User>,
+    @InjectRepository(UserCount) private readonly counts: Repository<UserCount>,
+    private readonly hasher: PasswordHasher,
+    private readonly revocations: RevocationService,
+  ) {}
+
+  /** The caller's user row and role; a token whose user is gone is no longer a valid caller. */
+  async actor(principal: AuthPrincipal): Promise<Actor> {
+    const row = await this.users.findOne({ where: { id: principal.sub }, select: { id: true, role: true } });
+    if (!row) throw new DomainError(DomainErrorCode.UnknownPrincipal, 'The user of this access token no longer exists.');
+    return row;
+  }
+
+  /** Resolves the target user for a self-or-admin route; another user's id is "not found" for a non-admin. */
+  async accessibleUserId(principal: AuthPrincipal, userId: string): Promise<Actor> {
+    const actor = await this.actor(principal);
+    if (actor.id !== userId && actor.role !== 'admin') throw userNotFound();
+    return actor;
+  }
+
+  async list(query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
+    const qb = this.users.createQueryBuilder('u');
+    if (query.gender) qb.where('u.gender = :gender', { gender: query.gender });
+    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
+    qb.orderBy(SORT_COLUMNS[query.sort ?? 'createdAt'], direction).addOrderBy('u.id', direction);
+    qb.offset(query.offset).limit(query.limit);
+    const [rows, total] = await Promise.all([qb.getMany(), this.total(query.gender)]);
+    return { data: rows.map(UserResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
+  }
+
+  async get(principal: AuthPrincipal, userId: string): Promise<UserResponseDto> {
+    await this.accessibleUserId(principal, userId);
+    return UserResponseDto.from(await this.mustFind(userId));
+  }
+
+  async create(dto: CreateUserDto): Promise<UserResponseDto> {
+    const now = Date.now();
+    const user = this.users.create({
+      id: randomUUID(),
+      email: dto.email,
+      emailNormalized: dto.email.toLowerCase(),
+      passwordHash: await this.hasher.hash(dto.password),
+      name: dto.name,
+      gender: dto.gender,
+      age: dto.age,
+      role: dto.role ?? 'user',
+      createdAt: now,
+      updatedAt: now,
+    });
+    try {
+      await this.users.insert(user);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw emailTaken();
+      throw error;
+    }
+    return UserResponseDto.from(user);
+  }
+
+  async update(principal: AuthPrincipal, userId: string, dto: UpdateUserDto): Promise<UserResponseDto> {
+    const actor = await this.accessibleUserId(principal, userId);
+    if (dto.role !== undefined && actor.role !== 'admin') {
+      throw new DomainError(DomainErrorCode.RoleChangeForbidden, 'Only an administrator may set a role.');
+    }
+    const changes: Partial<User> = {
+      email: dto.email,
+      emailNormalized: dto.email.toLowerCase(),
+      name: dto.name,
+      gender: dto.gender,
+      age: dto.age,
+      updatedAt: Date.now(),
+    };
+    if (dto.role !== undefined) changes.role = dto.role;
+    if (dto.password !== undefined) changes.passwordHash = await this.hasher.hash(dto.password);
+    try {
+      const result = await this.users.update({ id: userId }, changes);
+      if (!result.affected) throw userNotFound();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw emailTaken();
+      throw error;
+    }
+    return UserResponseDto.from(await this.mustFind(userId));
+  }
+
+  /** Deletes the user; orders, sessions, grants and refresh tokens go with it, and its access tokens stop working. */
+  async delete(userId: string): Promise<void> {
+    await this.revocations.revokeUser(userId);
+    const result = await this.users.delete({ id: userId });
+    if (!result.affected) throw userNotFound();
+  }
+
+  /** For the login form: the password hash of an email, if such a user exists. */
+  async credentials(email: string): Promise<UserCredentials | undefined> {
+    const row = await this.users.findOne({
+      where: { emailNormalized: email.toLowerCase() },
+      select: { id: true, passwordHash: true },
+    });
+    return row ?? undefined;
+  }
+
+  async exists(userId: string): Promise<boolean> {
+    return (await this.users.count({ where: { id: userId } })) > 0;
+  }
+
+  async isEmpty(): Promise<boolean> {
+    return (await this.total()) === 0 && (await this.users.count()) === 0;
+  }
+
+  private async total(gender?: string): Promise<number> {
+    const rows = await this.counts.find(gender ? { where: { gender } } : {});
+    return rows.reduce((sum, row) => sum + row.total, 0);
+  }
+
+  private async mustFind(userId: string): Promise<User> {
+    const user = await this.users.findOne({ where: { id: userId } });
+    if (!user) throw userNotFound();
+    return user;
+  }
+}
+
+function userNotFound(): DomainError {
+  return new DomainError(DomainErrorCode.UserNotFound, 'No such user.');
+}
+
+function emailTaken(): DomainError {
+  return new DomainError(DomainErrorCode.EmailTaken, 'A user with this email already exists.');
+}
