@@ -5,14 +5,30 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { AppConfig, ConfigError } from './config/app-config';
 import { configureApp } from './configure-app';
+import { DemoDataService } from './demo/demo-data.service';
 
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
   const config = AppConfig.fromEnv(process.env);
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
   configureApp(app);
+  const demo = await app.get(DemoDataService).seedIfEmpty();
   await app.listen(config.port, config.host);
   new Logger('Bootstrap').log(`listening on http://${config.host}:${config.port} (issuer ${config.issuer})`);
+  if (demo) {
+    // Shown once, on the first start with an empty database (never in production).
+    process.stdout.write(
+      [
+        '',
+        'Demo data created (shown only once):',
+        `  admin login:    ${demo.adminEmail} / ${demo.adminPassword}`,
+        `  client_id:      ${demo.clientId}`,
+        `  client_secret:  ${demo.clientSecret}`,
+        `  open in a browser: ${demo.authorizationUrl}`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
 }
 
 bootstrap().catch((error: unknown) => {

@@ -98,18 +98,19 @@ export class AccessTokenService {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, jti, exp } = payload as JWTPayload & Record<string, unknown>;
+    const { sub, client_id: clientId, scope, gid, jti, exp, iat } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
       typeof scope !== 'string' ||
       typeof gid !== 'string' ||
       typeof jti !== 'string' ||
-      typeof exp !== 'number'
+      typeof exp !== 'number' ||
+      typeof iat !== 'number'
     ) {
       throw new InvalidAccessTokenError('missing claims');
     }
     const scopes = new Set(scope.split(' ').filter(Boolean));
-    return { sub, clientId, scope, scopes, grantId: gid, jti, exp };
+    return { sub, clientId, scope, scopes, grantId: gid, jti, iat, exp };
   }
 }

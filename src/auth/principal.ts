@@ -7,6 +7,8 @@ export interface AuthPrincipal {
   scopes: ReadonlySet<string>;
   grantId: string;
   jti: string;
+  /** Issued at, seconds since the epoch. */
+  iat: number;
   /** Expiry, seconds since the epoch. */
   exp: number;
 }

@@ -1,0 +1,37 @@
+import type { Response } from 'express';
+import { RenderableError } from '../common/renderable-error';
+
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope';
+
+/** An RFC 6749 5.2 error answer of the token, revocation and introspection endpoints. */
+export class OAuthError extends RenderableError {
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    /** For invalid_client: the client tried HTTP Basic, so the answer carries a Basic challenge. */
+    readonly basicChallenge = false,
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+  }
+
+  get status(): number {
+    return this.error === 'invalid_client' ? 401 : 400;
+  }
+
+  render(res: Response): void {
+    res.status(this.status);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Pragma', 'no-cache');
+    if (this.error === 'invalid_client' && this.basicChallenge) {
+      res.setHeader('WWW-Authenticate', 'Basic realm="oauth", charset="UTF-8"');
+    }
+    res.json({ error: this.error, error_description: this.description });
+  }
+}

@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { ClientsService } from '../auth/clients.service';
+import { randomSecret } from '../auth/secrets';
+import { AppConfig } from '../config/app-config';
+import { UsersService } from '../users/users.service';
+
+export interface DemoData {
+  adminEmail: string;
+  adminPassword: string;
+  clientId: string;
+  clientSecret: string;
+  authorizationUrl: string;
+}
+
+/** Outside production, on an empty database: a demo admin and a trusted demo client, shown once. */
+@Injectable()
+export class DemoDataService {
+  constructor(
+    private readonly users: UsersService,
+    private readonly clients: ClientsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async seedIfEmpty(): Promise<DemoData | undefined> {
+    if (this.config.production || !(await this.users.isEmpty())) return undefined;
+    const adminEmail = 'admin@example.com';
+    const adminPassword = randomSecret(12);
+    await this.users.create({ email: adminEmail, password: adminPassword, name: 'Demo Admin', gender: 'other', age: 30, role: 'admin' });
+    const redirectUri = `${this.config.issuer}/demo/callback`;
+    const client = await this.clients.create({ name: 'Demo Client', redirectUris: [redirectUri], trusted: true });
+    const url = new URL(`${this.config.issuer}/authorize`);
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: redirectUri,
+      scope: 'users:read users:write orders:read orders:write',
+      state: 'demo',
+    }).toString();
+    return {
+      adminEmail,
+      adminPassword,
+      clientId: client.client_id,
+      clientSecret: client.client_secret!,
+      authorizationUrl: url.toString(),
+    };
+  }
+}
