@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { Client } from 'pg';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+import { AppModule } from '../../src/app.module';
+import { AccessTokenService } from '../../src/auth/access-token.service';
+import type { Scope } from '../../src/auth/scopes';
+import { AppConfig } from '../../src/config/app-config';
+import { configureApp } from '../../src/configure-app';
+import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
+import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
+import { UsersService } from '../../src/users/users.service';
+
+export const ALL_SCOPES: Scope[] = ['users:read', 'users:write', 'orders:read', 'orders:write'];
+export const TEST_PASSWORD = 'correct horse battery staple';
+
+/** A database of its own for one suite: a temp SQLite file, or a fresh PostgreSQL database when TEST_DATABASE_URL is set. */
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const admin = process.env.TEST_DATABASE_URL;
+  if (admin) {
+    const name = `t_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+    const client = new Client({ connectionString: admin });
+    await client.connect();
+    await client.query(`CREATE DATABASE ${name}`);
+    await client.end();
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    return {
+      url: url.toString(),
+      async drop() {
+        const c = new Client({ connectionString: admin });
+        await c.connect();
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await c.end();
+      },
+    };
+  }
+  const file = join(tmpdir(), `oauth-svc-test-${randomUUID()}.sqlite`);
+  return {
+    url: `sqlite:${file}`,
+    async drop() {
+      for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    },
+  };
+}
+
+export interface TestApp {
+  app: NestExpressApplication;
+  config: AppConfig;
+  http: () => TestAgent;
+  databaseUrl: string;
+  /** A user created through the service (the password is {@link TEST_PASSWORD}). */
+  createUser(overrides?: Partial<CreateUserDto>): Promise<UserResponseDto>;
+  /** An access token minted by the service's own token service, as the authorization server would. */
+  token(sub: string, scopes?: Scope[] | string, clientId?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(env: Record<string, string> = {}, existingDb?: TestDatabase): Promise<TestApp> {
+  const db = existingDb ?? (await createTestDatabase());
+  const config = AppConfig.fromEnv({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url });
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(AppConfig)
+    .useValue(config)
+    .compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error', 'warn'] });
+  configureApp(app);
+  await app.init();
+  const tokens = app.get(AccessTokenService);
+  const users = app.get(UsersService);
+  let counter = 0;
+  return {
+    app,
+    config,
+    databaseUrl: db.url,
+    http: () => request(app.getHttpServer()),
+    async createUser(overrides = {}) {
+      counter += 1;
+      return users.create({
+        email: `user-${counter}-${randomUUID().slice(0, 8)}@example.com`,
+        password: TEST_PASSWORD,
+        name: `User ${counter}`,
+        gender: 'female',
+        age: 30,
+        role: 'user',
+        ...overrides,
+      });
+    },
+    async token(sub, scopes = ALL_SCOPES, clientId = 'test-client') {
+      const scope = typeof scopes === 'string' ? scopes : scopes.join(' ');
+      return (await tokens.mint({ sub, clientId, scope, grantId: randomUUID() })).token;
+    },
+    async close() {
+      await app.close();
+      if (!existingDb) await db.drop();
+    },
+  };
+}
+
+export function bearer(token: string): [string, string] {
+  return ['Authorization', `Bearer ${token}`];
+}
