@@ -10,10 +10,26 @@ import { DemoDataService } from './demo/demo-data.service';
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
   const config = AppConfig.fromEnv(process.env);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true });
   configureApp(app);
   const demo = await app.get(DemoDataService).seedIfEmpty();
   await app.listen(config.port, config.host);
+  // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the database, exit 0.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    new Logger('Bootstrap').log(`${signal} received, shutting down`);
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
   new Logger('Bootstrap').log(`listening on http://${config.host}:${config.port} (issuer ${config.issuer})`);
   if (demo) {
     // Shown once, on the first start with an empty database (never in production).

@@ -1,5 +1,6 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { RateLimit } from '../common/rate-limit/rate-limit';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { Public } from './auth.decorators';
@@ -31,6 +32,7 @@ export class LoginController {
   }
 
   @Post('login')
+  @RateLimit('login')
   async login(@Req() req: Request, @Res() res: Response): Promise<void> {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);

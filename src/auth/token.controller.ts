@@ -1,5 +1,6 @@
 import { Controller, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { RateLimit } from '../common/rate-limit/rate-limit';
 import { Public } from './auth.decorators';
 import { ClientsService } from './clients.service';
 import { GrantsService } from './grants.service';
@@ -35,6 +36,7 @@ export class TokenController {
   ) {}
 
   @Post('token')
+  @RateLimit('token')
   async token(@Req() req: Request, @Res() res: Response): Promise<void> {
     const body = formBody(req);
     const client = await this.clients.authenticate(req, body);

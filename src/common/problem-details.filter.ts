@@ -8,6 +8,8 @@ import { requestIdOf } from './request-id.middleware';
 
 /** Paths whose errors keep the OAuth 2.0 format (RFC 6749 5.2) instead of problem+json. */
 const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect']);
+/** Statuses RFC 6749 5.2 has an error code for; others (429, 5xx) stay problem+json there too. */
+const OAUTH_STATUSES = new Set([400, 401, 413, 415]);
 
 const BODY_PARSER_STATUS: Record<string, number> = {
   'entity.parse.failed': 400,
@@ -56,7 +58,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     }
     const instance = req.originalUrl?.split('?')[0] ?? req.url;
     const { status, detail, code, headers, errors } = this.classify(exception, req);
-    if (OAUTH_JSON_PATHS.has(req.path) && status < 500) {
+    if (OAUTH_JSON_PATHS.has(req.path) && OAUTH_STATUSES.has(status)) {
       res.status(status).setHeader('Cache-Control', 'no-store');
       res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
       return;

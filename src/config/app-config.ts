@@ -109,7 +109,7 @@ export class AppConfig {
       throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
     }
     this.corsOrigins = (env.CORS_ORIGINS || '').split(',').map((o) => o.trim()).filter(Boolean);
-    this.logLevel = env.LOG_LEVEL || (this.production ? 'info' : 'info');
+    this.logLevel = env.LOG_LEVEL || (this.nodeEnv === 'test' ? 'silent' : 'info');
     const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
     if (!levels.includes(this.logLevel)) {
       throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got "${this.logLevel}"`);

@@ -1,0 +1,75 @@
+import { type ExecutionContext, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
+import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
+import type { Request } from 'express';
+import type { AppConfig } from '../../config/app-config';
+import { RedisThrottlerStorage } from './redis-throttler.storage';
+
+export type RateLimitBucket = 'login' | 'token';
+const BUCKET_KEY = 'rate-limit:bucket';
+const WINDOW_MS = 60_000;
+
+function bucketOf(context: ExecutionContext): RateLimitBucket | undefined {
+  return Reflect.getMetadata(BUCKET_KEY, context.getHandler()) as RateLimitBucket | undefined;
+}
+
+/** The client a /token request names (HTTP Basic user or `client_id`), whether or not it exists. */
+function clientOf(req: Request): string {
+  const header = req.headers.authorization;
+  const basic = header && /^basic[ \t]+([A-Za-z0-9+/=]+)/i.exec(header);
+  if (basic) {
+    const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+    return `client:${decoded.slice(0, Math.max(0, decoded.indexOf(':'))).slice(0, 100)}`;
+  }
+  const body = req.body as Record<string, unknown> | undefined;
+  if (body && typeof body.client_id === 'string') return `client:${body.client_id.slice(0, 100)}`;
+  return `ip:${req.ip}`;
+}
+
+/** POST /login: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
+export function rateLimitOptions(config: AppConfig): ThrottlerModuleOptions {
+  return {
+    setHeaders: false,
+    storage: config.redisUrl ? new RedisThrottlerStorage(config.redisUrl) : undefined,
+    throttlers: [
+      {
+        name: 'login',
+        limit: config.rateLimitLogin,
+        ttl: WINDOW_MS,
+        skipIf: (ctx) => bucketOf(ctx) !== 'login',
+        getTracker: (req) => `ip:${(req as Request).ip}`,
+      },
+      {
+        name: 'token-address',
+        limit: config.rateLimitToken,
+        ttl: WINDOW_MS,
+        skipIf: (ctx) => bucketOf(ctx) !== 'token',
+        getTracker: (req) => `ip:${(req as Request).ip}`,
+      },
+      {
+        name: 'token-client',
+        limit: config.rateLimitToken,
+        ttl: WINDOW_MS,
+        skipIf: (ctx) => bucketOf(ctx) !== 'token',
+        getTracker: (req) => clientOf(req as Request),
+      },
+    ],
+  };
+}
+
+/** Answers 429 with `Retry-After` (seconds) when a budget is spent. */
+@Injectable()
+export class RateLimitGuard extends ThrottlerGuard {
+  protected override async throwThrottlingException(
+    context: ExecutionContext,
+    detail: { timeToBlockExpire: number; timeToExpire: number },
+  ): Promise<void> {
+    const res = context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>();
+    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire || detail.timeToExpire))));
+    throw new ThrottlerException('Too many requests; try again later.');
+  }
+}
+
+/** Puts a route under one of the rate-limit budgets. */
+export function RateLimit(bucket: RateLimitBucket) {
+  return applyDecorators(SetMetadata(BUCKET_KEY, bucket), UseGuards(RateLimitGuard));
+}

@@ -1,0 +1,36 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SCOPES, SCOPE_DESCRIPTIONS } from './auth/scopes';
+import { AppConfig } from './config/app-config';
+
+/** `GET /docs` (Swagger UI) and `GET /docs/openapi.json`, with the OAuth 2.0 code flow and its scopes. */
+export function setupOpenApi(app: NestExpressApplication): void {
+  const config = app.get(AppConfig);
+  const document = () =>
+    SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder()
+        .setTitle('Resource API and OAuth 2.0 authorization server')
+        .setDescription(
+          'Users and their orders, protected by OAuth 2.0 bearer tokens (RFC 6750). Errors are application/problem+json (RFC 9457); the OAuth endpoints answer in the RFC 6749 format.',
+        )
+        .setVersion('1.0')
+        .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'bearer')
+        .addOAuth2(
+          {
+            type: 'oauth2',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${config.issuer}/authorize`,
+                tokenUrl: `${config.issuer}/token`,
+                refreshUrl: `${config.issuer}/token`,
+                scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]])),
+              },
+            },
+          },
+          'oauth2',
+        )
+        .build(),
+    );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json', raw: ['json'] });
+}
