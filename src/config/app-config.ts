@@ -9,6 +9,28 @@ export type DatabaseConfig =
 
 type Env = Record<string, string | undefined>;
 
+/** Every environment variable the service reads (documented in README and .env.example). */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'ISSUER',
+  'AUDIENCE',
+  'ACCESS_TOKEN_TTL',
+  'REFRESH_TOKEN_TTL',
+  'AUTH_CODE_TTL',
+  'REVOCATION_SYNC_SECONDS',
+  'SESSION_TTL',
+  'RATE_LIMIT_LOGIN',
+  'RATE_LIMIT_TOKEN',
+  'REDIS_URL',
+  'CORS_ORIGINS',
+  'TRUST_PROXY',
+  'LOG_LEVEL',
+  'NODE_ENV',
+  'ALLOW_SQLITE_IN_PRODUCTION',
+] as const;
+
 function wholeSeconds(env: Env, name: string, fallback: number, min = 1): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;

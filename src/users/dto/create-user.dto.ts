@@ -1,4 +1,4 @@
-import { IsOptional } from 'class-validator';
+import { OptionalField } from '../../common/validation';
 import type { Gender, Role } from '../user.entity';
 import { UserFields } from './user-fields';
 
@@ -18,7 +18,7 @@ export class CreateUserDto {
   @UserFields.age()
   age: number;
 
-  @IsOptional()
+  @OptionalField()
   @UserFields.role()
   role?: Role;
 }

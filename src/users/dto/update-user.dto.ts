@@ -1,4 +1,4 @@
-import { IsOptional } from 'class-validator';
+import { OptionalField } from '../../common/validation';
 import type { Gender, Role } from '../user.entity';
 import { UserFields } from './user-fields';
 
@@ -7,7 +7,7 @@ export class UpdateUserDto {
   @UserFields.email()
   email: string;
 
-  @IsOptional()
+  @OptionalField()
   @UserFields.password()
   password?: string;
 
@@ -20,7 +20,7 @@ export class UpdateUserDto {
   @UserFields.age()
   age: number;
 
-  @IsOptional()
+  @OptionalField()
   @UserFields.role()
   role?: Role;
 }

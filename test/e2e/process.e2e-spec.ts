@@ -1,0 +1,317 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
+
+/** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
+
+interface Demo {
+  password: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+function demoFrom(output: string): Demo {
+  const password = /admin login:\s+admin@example\.com \/ (\S+)/.exec(output)?.[1];
+  const clientId = /client_id:\s+(\S+)/.exec(output)?.[1];
+  const clientSecret = /client_secret:\s+(\S+)/.exec(output)?.[1];
+  if (!password || !clientId || !clientSecret) throw new Error(`no demo data in output:\n${output}`);
+  return { password, clientId, clientSecret };
+}
+
+function cookiesOf(res: Response): string[] {
+  return res.headers.getSetCookie().map((c) => c.split(';')[0]);
+}
+
+/** The whole code flow as a browser and a client would drive it; returns every secret it saw. */
+async function codeFlow(baseUrl: string, demo: Demo) {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const redirectUri = `${baseUrl}/demo/callback`;
+  const authorize = `/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: demo.clientId,
+    redirect_uri: redirectUri,
+    scope: 'users:read orders:read orders:write',
+    state: 'st-1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })}`;
+  const first = await fetch(baseUrl + authorize, { redirect: 'manual' });
+  expect(first.status).toBe(302);
+  const loginUrl = first.headers.get('location')!;
+  const form = await fetch(new URL(loginUrl, baseUrl), { redirect: 'manual' });
+  const html = await form.text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1];
+  const returnTo = /name="return_to" value="([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
+  const loginCookies = cookiesOf(form);
+  const login = await fetch(`${baseUrl}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: loginCookies.join('; ') },
+    body: new URLSearchParams({ email: 'admin@example.com', password: demo.password, csrf, return_to: returnTo }),
+  });
+  expect(login.status).toBe(303);
+  const session = cookiesOf(login).find((c) => c.startsWith('oauth_session='))!;
+  const second = await fetch(new URL(login.headers.get('location')!, baseUrl), { redirect: 'manual', headers: { cookie: session } });
+  expect(second.status).toBe(302);
+  const code = new URL(second.headers.get('location')!).searchParams.get('code')!;
+  const basic = `Basic ${Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64')}`;
+  const tokenRes = await fetch(`${baseUrl}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }),
+  });
+  expect(tokenRes.status).toBe(200);
+  const tokens = (await tokenRes.json()) as { access_token: string; refresh_token: string };
+  const refreshed = await fetch(`${baseUrl}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
+  });
+  expect(refreshed.status).toBe(200);
+  const next = (await refreshed.json()) as { access_token: string; refresh_token: string };
+  const api = await fetch(`${baseUrl}/api/resource`, { headers: { authorization: `Bearer ${next.access_token}` } });
+  expect(api.status).toBe(200);
+  return {
+    accessToken: next.access_token,
+    secrets: [
+      demo.password,
+      demo.clientSecret,
+      verifier,
+      code,
+      csrf,
+      session.split('=')[1],
+      tokens.access_token,
+      tokens.refresh_token,
+      next.access_token,
+      next.refresh_token,
+    ],
+    userIdFrom: async () =>
+      ((await api.clone().json()) as { data: { sub: string } }).data.sub,
+    api,
+  };
+}
+
+describe('the built service', () => {
+  beforeAll(() => buildOnce(), 120_000);
+
+  describe('logs and shutdown', () => {
+    let svc: RunningService;
+    const db = tempSqliteUrl();
+
+    beforeAll(async () => {
+      svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info' });
+    });
+    afterAll(async () => {
+      if (svc.child.exitCode === null) {
+        svc.child.kill('SIGKILL');
+        await svc.exit;
+      }
+      db.remove();
+    });
+
+    it('writes one JSON line per request and never a password, secret, code, cookie or token', async () => {
+      const demo = demoFrom(svc.output());
+      const flow = await codeFlow(svc.baseUrl, demo);
+      // A request's line is written when its response has finished; give the last one a moment.
+      for (let i = 0; i < 40 && !svc.output().includes('"path":"/api/resource"'); i++) await new Promise((r) => setTimeout(r, 50));
+      // The demo credentials are printed once at start-up, on purpose; every log line after it must be clean.
+      const logs = svc.output().slice(svc.output().indexOf('open in a browser:'));
+      const afterBanner = logs.slice(logs.indexOf('\n') + 1);
+      for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
+
+      const lines = afterBanner.split('\n').filter((l) => l.includes('"request completed"')).map((l) => JSON.parse(l));
+      const tokenLine = lines.find((l) => l.req.path === '/token');
+      expect(tokenLine).toMatchObject({ req: { method: 'POST', path: '/token' }, route: '/token', res: { statusCode: 200 } });
+      expect(typeof tokenLine.req.id).toBe('string');
+      expect(typeof tokenLine.responseTime).toBe('number');
+      const apiLine = lines.find((l) => l.req.path === '/api/resource');
+      expect(apiLine).toMatchObject({ route: '/api/resource', res: { statusCode: 200 } });
+    });
+
+    it('finishes a request in flight on SIGTERM, keeps what it acknowledged, and exits 0', async () => {
+      const demo = demoFrom(svc.output());
+      const flow = await codeFlow(svc.baseUrl, demo);
+      const userId = await flow.userIdFrom();
+      const body = JSON.stringify({ item: 'Slow widget', quantity: 2, unitPriceCents: 150, currency: 'EUR' });
+      const url = new URL(`${svc.baseUrl}/users/${userId}/orders`);
+      const response = new Promise<{ status: number; body: string }>((resolveRes, reject) => {
+        const req = httpRequest(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: url.pathname,
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${flow.accessToken}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () => resolveRes({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on('error', reject);
+        // Half the body now, SIGTERM, the rest later: the request is in flight when the signal arrives.
+        req.write(body.slice(0, 10));
+        setTimeout(() => {
+          svc.child.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(10)), 400);
+        }, 200);
+      });
+      const answered = await response;
+      expect(answered.status).toBe(201);
+      expect(JSON.parse(answered.body)).toMatchObject({ item: 'Slow widget', totalCents: 300, status: 'pending' });
+      expect(await svc.exit).toBe(0);
+
+      // Restarted on the same database: the acknowledged order is there.
+      const again = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' });
+      try {
+        const orderId = JSON.parse(answered.body).id as string;
+        const res = await fetch(`${again.baseUrl}/health/ready`);
+        expect(res.status).toBe(200);
+        const { status } = runToExit({ DATABASE_URL: db.url }, ['dist/src/cli.js', 'keys:rotate']);
+        expect(status).toBe(0);
+        expect(orderId).toMatch(/^[0-9a-f-]{36}$/);
+        const count = runToExit({ DATABASE_URL: db.url }, [
+          '-e',
+          `const D=require('better-sqlite3');const db=new D(${JSON.stringify(db.url.slice(7))});` +
+            `process.stdout.write(String(db.prepare('select count(*) c from orders where id=?').get(${JSON.stringify(orderId)}).c))`,
+        ]);
+        expect(count.output).toBe('1');
+      } finally {
+        again.child.kill('SIGTERM');
+        expect(await again.exit).toBe(0);
+      }
+    }, 60_000);
+  });
+
+  describe('configuration', () => {
+    it.each([
+      [{ ACCESS_TOKEN_TTL: '60s' }, 'ACCESS_TOKEN_TTL'],
+      [{ DATABASE_URL: 'mysql://localhost/app' }, 'DATABASE_URL'],
+      [{ PORT: 'eighty' }, 'PORT'],
+      [{ NODE_ENV: 'production', ISSUER: 'https://auth.example.com' }, 'DATABASE_URL'],
+      [{ NODE_ENV: 'production', DATABASE_URL: 'postgres://u@127.0.0.1:1/x', ISSUER: 'http://auth.example.com' }, 'ISSUER'],
+    ])('refuses to start with %o and names %s in one line', (env, variable) => {
+      const { status, output } = runToExit({ DATABASE_URL: 'sqlite::memory:', ...env });
+      expect(status).not.toBe(0);
+      const lines = output.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(variable);
+    });
+  });
+
+  describe('command line', () => {
+    const db = tempSqliteUrl();
+    afterAll(() => db.remove());
+
+    it('creates a user and prints it as one JSON object without the password', () => {
+      const { status, output } = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
+        'dist/src/cli.js',
+        'user:create',
+        '--email',
+        'Cli.User@example.com',
+        '--password',
+        'a long enough password',
+        '--name',
+        'Cli User',
+        '--gender',
+        'other',
+        '--age',
+        '41',
+        '--role',
+        'admin',
+      ]);
+      expect(status).toBe(0);
+      const user = JSON.parse(output);
+      expect(user).toMatchObject({ email: 'Cli.User@example.com', name: 'Cli User', gender: 'other', age: 41, role: 'admin' });
+      expect(Object.keys(user).sort()).toEqual(['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt']);
+    });
+
+    it('rejects bad input with a message and a non-zero exit', () => {
+      const { status, output } = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
+        'dist/src/cli.js',
+        'user:create',
+        '--email',
+        'not-an-email',
+        '--password',
+        'short',
+        '--name',
+        'X',
+        '--gender',
+        'robot',
+        '--age',
+        '200',
+      ]);
+      expect(status).not.toBe(0);
+      expect(output).toMatch(/email/);
+      expect(output).toMatch(/gender must be one of: female, male, other/);
+    });
+
+    it('creates confidential and public clients; the secret is shown only for confidential ones', () => {
+      const confidential = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
+        'dist/src/cli.js',
+        'client:create',
+        '--name',
+        'Web app',
+        '--redirect-uri',
+        'https://app.example.com/cb',
+        '--redirect-uri',
+        'https://app.example.com/cb2',
+        '--trusted',
+        '--scope',
+        'users:read orders:read',
+      ]);
+      expect(confidential.status).toBe(0);
+      const c = JSON.parse(confidential.output);
+      expect(c).toMatchObject({
+        name: 'Web app',
+        redirect_uris: ['https://app.example.com/cb', 'https://app.example.com/cb2'],
+        scope: 'users:read orders:read',
+        public: false,
+        trusted: true,
+      });
+      expect(c.client_secret).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+
+      const pub = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
+        'dist/src/cli.js',
+        'client:create',
+        '--name',
+        'Mobile',
+        '--redirect-uri',
+        'com.example.app:/cb',
+        '--public',
+      ]);
+      expect(pub.status).toBe(0);
+      const p = JSON.parse(pub.output);
+      expect(p).toMatchObject({ public: true, trusted: false, scope: 'users:read users:write orders:read orders:write' });
+      expect(p).not.toHaveProperty('client_secret');
+    });
+
+    it('rotates the signing key and publishes old and new keys', async () => {
+      const rotated = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', 'keys:rotate']);
+      expect(rotated.status).toBe(0);
+      const { kid } = JSON.parse(rotated.output) as { kid: string };
+      const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' });
+      try {
+        const jwks = (await (await fetch(`${svc.baseUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+        expect(jwks.keys.map((k) => k.kid)).toContain(kid);
+        expect(jwks.keys.length).toBeGreaterThanOrEqual(2);
+      } finally {
+        svc.child.kill('SIGTERM');
+        await svc.exit;
+      }
+    });
+
+    it('refuses an unknown command', () => {
+      const { status, output } = runToExit({ DATABASE_URL: db.url }, ['dist/src/cli.js', 'users:nuke']);
+      expect(status).not.toBe(0);
+      expect(output).toContain('unknown command');
+    });
+  });
+});
