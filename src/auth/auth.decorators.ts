@@ -1,5 +1,6 @@
 import { type ExecutionContext, SetMetadata, applyDecorators, createParamDecorator } from '@nestjs/common';
 import { ApiBearerAuth, ApiOAuth2 } from '@nestjs/swagger';
+import { ApiProblems } from '../common/openapi';
 import type { Request } from 'express';
 import type { AuthPrincipal } from './principal';
 import type { Scope } from './scopes';
@@ -12,7 +13,12 @@ export const Public = () => SetMetadata(IS_PUBLIC_KEY, true);
 
 /** Declares the scopes a route needs; `@Scopes()` with none means "any valid access token". */
 export function Scopes(...scopes: Scope[]) {
-  return applyDecorators(SetMetadata(SCOPES_KEY, scopes), ApiOAuth2(scopes, 'oauth2'), ApiBearerAuth('bearer'));
+  return applyDecorators(
+    SetMetadata(SCOPES_KEY, scopes),
+    ApiOAuth2(scopes, 'oauth2'),
+    ApiBearerAuth('bearer'),
+    ApiProblems(400, 401, 403),
+  );
 }
 
 export type RequestWithPrincipal = Request & { principal?: AuthPrincipal };

@@ -1,20 +1,25 @@
 import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { ApiProblems } from '../common/openapi';
 import { Principal, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
 import { CreateOrderDto } from './dto/create-order.dto';
 import { ListOrdersQueryDto } from './dto/list-orders-query.dto';
-import { OrderResponseDto } from './dto/order-response.dto';
+import { OrderPageResponseDto, OrderResponseDto } from './dto/order-response.dto';
 import { OrdersService } from './orders.service';
 
+@ApiTags('orders')
 @Controller('users/:userId/orders')
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   @Get()
   @Scopes('orders:read')
+  @ApiOkResponse({ type: OrderPageResponseDto })
+  @ApiProblems(404)
   list(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
@@ -25,6 +30,8 @@ export class OrdersController {
 
   @Get(':orderId')
   @Scopes('orders:read')
+  @ApiOkResponse({ type: OrderResponseDto })
+  @ApiProblems(404)
   get(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
@@ -36,6 +43,8 @@ export class OrdersController {
 
   @Post()
   @Scopes('orders:write')
+  @ApiCreatedResponse({ type: OrderResponseDto, description: 'Location: /users/{userId}/orders/{id}' })
+  @ApiProblems(404, 413)
   async create(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,

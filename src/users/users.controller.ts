@@ -1,5 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { ApiProblems } from '../common/openapi';
 import { Principal, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -8,9 +10,10 @@ import { AdminOnly } from './admin.guard';
 import { CreateUserDto } from './dto/create-user.dto';
 import { ListUsersQueryDto } from './dto/list-users-query.dto';
 import { UpdateUserDto } from './dto/update-user.dto';
-import { UserResponseDto } from './dto/user-response.dto';
+import { UserPageResponseDto, UserResponseDto } from './dto/user-response.dto';
 import { UsersService } from './users.service';
 
+@ApiTags('users')
 @Controller('users')
 export class UsersController {
   constructor(private readonly users: UsersService) {}
@@ -18,12 +21,15 @@ export class UsersController {
   @Get()
   @Scopes('users:read')
   @AdminOnly()
+  @ApiOkResponse({ type: UserPageResponseDto })
   list(@Query() query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
     return this.users.list(query);
   }
 
   @Get(':userId')
   @Scopes('users:read')
+  @ApiOkResponse({ type: UserResponseDto })
+  @ApiProblems(404)
   get(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
@@ -35,6 +41,8 @@ export class UsersController {
   @Post()
   @Scopes('users:write')
   @AdminOnly()
+  @ApiCreatedResponse({ type: UserResponseDto, description: 'Location: /users/{id}' })
+  @ApiProblems(409, 413)
   async create(
     @Body() body: CreateUserDto,
     @NoQueryParams() _query: unknown,
@@ -47,6 +55,8 @@ export class UsersController {
 
   @Put(':userId')
   @Scopes('users:write')
+  @ApiOkResponse({ type: UserResponseDto })
+  @ApiProblems(404, 409, 413)
   update(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
@@ -59,6 +69,8 @@ export class UsersController {
   @Delete(':userId')
   @Scopes('users:write')
   @AdminOnly()
+  @ApiNoContentResponse({ description: 'Deleted, with its orders, sessions, grants and refresh tokens' })
+  @ApiProblems(404)
   @HttpCode(204)
   delete(@Param('userId', UuidParamPipe) userId: string, @NoQueryParams() _query: unknown): Promise<void> {
     return this.users.delete(userId);

@@ -1,15 +1,17 @@
-import type { Order, OrderStatus } from '../order.entity';
+import { ApiProperty } from '@nestjs/swagger';
+import { PageInfoDto } from '../../common/pagination';
+import { ORDER_STATUSES, type Order, type OrderStatus } from '../order.entity';
 
 export class OrderResponseDto {
-  id: string;
-  userId: string;
-  item: string;
-  quantity: number;
-  unitPriceCents: number;
-  currency: string;
-  totalCents: number;
-  status: OrderStatus;
-  createdAt: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'uuid' }) userId: string;
+  @ApiProperty() item: string;
+  @ApiProperty({ type: 'integer' }) quantity: number;
+  @ApiProperty({ type: 'integer' }) unitPriceCents: number;
+  @ApiProperty({ example: 'EUR' }) currency: string;
+  @ApiProperty({ type: 'integer', description: 'quantity × unitPriceCents' }) totalCents: number;
+  @ApiProperty({ enum: ORDER_STATUSES }) status: OrderStatus;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
 
   static from(order: Order): OrderResponseDto {
     const dto = new OrderResponseDto();
@@ -24,4 +26,9 @@ export class OrderResponseDto {
     dto.createdAt = new Date(order.createdAt).toISOString();
     return dto;
   }
+}
+
+export class OrderPageResponseDto {
+  @ApiProperty({ type: [OrderResponseDto] }) data: OrderResponseDto[];
+  @ApiProperty({ type: PageInfoDto }) page: PageInfoDto;
 }

@@ -19,6 +19,6 @@ export class CreateUserDto {
   age: number;
 
   @OptionalField()
-  @UserFields.role()
+  @UserFields.role(false)
   role?: Role;
 }

@@ -8,7 +8,7 @@ export class UpdateUserDto {
   email: string;
 
   @OptionalField()
-  @UserFields.password()
+  @UserFields.password(false)
   password?: string;
 
   @UserFields.name()
@@ -21,6 +21,6 @@ export class UpdateUserDto {
   age: number;
 
   @OptionalField()
-  @UserFields.role()
+  @UserFields.role(false)
   role?: Role;
 }

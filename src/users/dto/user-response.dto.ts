@@ -1,14 +1,16 @@
-import type { Gender, Role, User } from '../user.entity';
+import { ApiProperty } from '@nestjs/swagger';
+import { PageInfoDto } from '../../common/pagination';
+import { GENDERS, type Gender, ROLES, type Role, type User } from '../user.entity';
 
 export class UserResponseDto {
-  id: string;
-  email: string;
-  name: string;
-  gender: Gender;
-  age: number;
-  role: Role;
-  createdAt: string;
-  updatedAt: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'email' }) email: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ enum: GENDERS }) gender: Gender;
+  @ApiProperty({ type: 'integer' }) age: number;
+  @ApiProperty({ enum: ROLES }) role: Role;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
 
   static from(user: User): UserResponseDto {
     const dto = new UserResponseDto();
@@ -22,4 +24,9 @@ export class UserResponseDto {
     dto.updatedAt = new Date(user.updatedAt).toISOString();
     return dto;
   }
+}
+
+export class UserPageResponseDto {
+  @ApiProperty({ type: [UserResponseDto] }) data: UserResponseDto[];
+  @ApiProperty({ type: PageInfoDto }) page: PageInfoDto;
 }
