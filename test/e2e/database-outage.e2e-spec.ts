@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/service-process';
+import { ThrowawayPostgres } from '../support/throwaway-postgres';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+/** SPEC 7: a restarted database is survived without restarting the service, and nothing acknowledged is lost. */
+describe('a PostgreSQL outage', () => {
+  let pg: ThrowawayPostgres;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    pg = new ThrowawayPostgres(await freePort());
+    pg.init();
+    pg.start();
+    t = await createTestApp({}, { url: pg.url, drop: async () => undefined });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close().catch(() => undefined);
+    pg?.destroy();
+  });
+
+  it('answers 503 while the database is down and normally once it is back, without losing acknowledged writes', async () => {
+    const user = await t.createUser();
+    const token = await t.token(user.id);
+    const created = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await t
+        .http()
+        .post(`/users/${user.id}/orders`)
+        .set('Authorization', `Bearer ${token}`)
+        .send({ item: `before outage ${i}`, quantity: 1, unitPriceCents: 100 + i, currency: 'EUR' });
+      expect(res.status).toBe(201);
+      created.push(res.body.id as string);
+    }
+
+    pg.stop();
+
+    const started = Date.now();
+    const ready = await t.http().get('/health/ready');
+    expect(ready.status).toBe(503);
+    const read = await t.http().get(`/users/${user.id}`).set('Authorization', `Bearer ${token}`);
+    expect(read.status).toBe(503);
+    expect(read.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(read.body).toMatchObject({ status: 503, title: 'Service Unavailable' });
+    const write = await t
+      .http()
+      .post(`/users/${user.id}/orders`)
+      .set('Authorization', `Bearer ${token}`)
+      .send({ item: 'during outage', quantity: 1, unitPriceCents: 1, currency: 'EUR' });
+    expect(write.status).toBe(503);
+    // Token checks need no database: the resource server still answers.
+    expect((await t.http().get('/api/resource').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(15_000);
+
+    pg.start();
+
+    let back = 0;
+    for (let i = 0; i < 50 && back !== 200; i++) {
+      back = (await t.http().get('/health/ready')).status;
+      if (back !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(back).toBe(200);
+    const list = await t.http().get(`/users/${user.id}/orders?limit=100`).set('Authorization', `Bearer ${token}`);
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((o: { id: string }) => o.id).sort()).toEqual([...created].sort());
+    const after = await t
+      .http()
+      .post(`/users/${user.id}/orders`)
+      .set('Authorization', `Bearer ${token}`)
+      .send({ item: 'after outage', quantity: 2, unitPriceCents: 50, currency: 'EUR' });
+    expect(after.status).toBe(201);
+  }, 90_000);
+});
