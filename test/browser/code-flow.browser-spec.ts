@@ -55,7 +55,7 @@ describe('the code flow in a real browser', () => {
 
     await expect(page.getByRole('heading', { name: 'Sign in' }).isVisible()).resolves.toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, 'login.png'), fullPage: true });
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
 
     // A wrong password first: a visible, generic error.
     await page.getByLabel('Email').fill(email);
@@ -71,7 +71,7 @@ describe('the code flow in a real browser', () => {
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain('Acme Reports');
     await expect(page.locator('ul.scopes').textContent()).resolves.toContain('orders:read');
     await page.screenshot({ path: join(ARTIFACTS, 'consent.png'), fullPage: true });
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
 
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((url) => url.pathname === '/demo/callback');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ModuleMetadata } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { Client } from 'pg';
@@ -66,10 +67,19 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(env: Record<string, string> = {}, existingDb?: TestDatabase): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Modules imported next to AppModule (e.g. DiscoveryModule for the route inventory). */
+  imports?: ModuleMetadata['imports'];
+}
+
+export async function createTestApp(
+  env: Record<string, string> = {},
+  existingDb?: TestDatabase,
+  options: TestAppOptions = {},
+): Promise<TestApp> {
   const db = existingDb ?? (await createTestDatabase());
   const config = AppConfig.fromEnv({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url });
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] })
     .overrideProvider(AppConfig)
     .useValue(config)
     .compile();
