@@ -1,26 +1,11 @@
+import { OmitType } from '@nestjs/swagger';
 import { OptionalField } from '../../common/validation';
-import type { Gender, Role } from '../user.entity';
+import { CreateUserDto } from './create-user.dto';
 import { UserFields } from './user-fields';
 
-/** PUT replaces the profile: every field but `password` and `role` is required. */
-export class UpdateUserDto {
-  @UserFields.email()
-  email: string;
-
+/** PUT replaces the profile: the fields of a new user, with `password` (and, as there, `role`) optional. */
+export class UpdateUserDto extends OmitType(CreateUserDto, ['password'] as const) {
   @OptionalField()
   @UserFields.password(false)
   password?: string;
-
-  @UserFields.name()
-  name: string;
-
-  @UserFields.gender()
-  gender: Gender;
-
-  @UserFields.age()
-  age: number;
-
-  @OptionalField()
-  @UserFields.role(false)
-  role?: Role;
 }
