@@ -28,9 +28,9 @@ export class AuthorizeController {
       res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
       return;
     }
-    const granted = await this.grants.consentedScopes(session.userId, request.client.id);
     const requested = request.scope.split(' ');
-    if (request.client.trusted || requested.every((s) => granted.has(s))) {
+    const granted = request.client.trusted ? undefined : await this.grants.consentedScopes(session.userId, request.client.id);
+    if (!granted || requested.every((s) => granted.has(s))) {
       await this.redirectWithCode(res, request, session.userId, 302);
       return;
     }
