@@ -14,7 +14,7 @@ export type OAuthErrorCode =
  * what the client sent (a parameter name, a scope), so anything else is replaced.
  */
 export function safeDescription(text: string): string {
-  return text;
+  return text.replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, '?').slice(0, 500);
 }
 
 /** An RFC 6749 5.2 error answer of the token, revocation and introspection endpoints. */

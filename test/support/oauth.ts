@@ -1,0 +1,266 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { SignJWT, decodeJwt } from 'jose';
+import type { Response } from 'supertest';
+import { expect } from 'vitest';
+import { type ClientView, type CreateClientInput, ClientsService } from '../../src/auth/clients.service';
+import { SigningKeysService } from '../../src/auth/signing-keys.service';
+import { TEST_PASSWORD, type TestApp } from './test-app';
+
+export const REDIRECT_URI = 'https://client.example/cb';
+
+/** Registers a client the way `client:create` does; confidential and untrusted unless told otherwise. */
+export async function registerClient(t: TestApp, input: Partial<CreateClientInput> = {}): Promise<ClientView> {
+  return t.app.get(ClientsService).create({ name: 'Photo Printer', redirectUris: [REDIRECT_URI], ...input });
+}
+
+/** An RFC 7636 verifier (43..128 unreserved characters) and its S256 challenge. */
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** HTTP Basic credentials as RFC 6749 2.3.1 wants them: each part form-URL-encoded, then base64. */
+export function basicAuth(id: string, secret: string): string {
+  const encode = (v: string) => encodeURIComponent(v).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
+}
+
+/** Every character percent-encoded: still a valid form-URL encoding, so the server must decode it. */
+export function percentEncodeAll(value: string): string {
+  return [...Buffer.from(value)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+}
+
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
+
+function unescapeHtml(value: string): string {
+  return value.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]);
+}
+
+function attr(tag: string, name: string): string | undefined {
+  const m = new RegExp(`\\s${name}="([^"]*)"`).exec(tag);
+  return m ? unescapeHtml(m[1]) : undefined;
+}
+
+export interface ParsedForm {
+  method: string | undefined;
+  action: string | undefined;
+  /** Hidden inputs by name. */
+  hidden: Record<string, string>;
+  /** Names of every input (any type). */
+  inputs: Record<string, string | undefined>;
+  /** `name=value` of each submit button. */
+  buttons: { name: string | undefined; value: string | undefined }[];
+}
+
+/** The first `<form>` of an HTML page, read as a browser would submit it. */
+export function parseForm(html: string): ParsedForm {
+  const form = /<form\b[^>]*>([\s\S]*?)<\/form>/i.exec(html);
+  if (!form) throw new Error(`no form in page: ${html.slice(0, 300)}`);
+  const open = /<form\b[^>]*>/i.exec(form[0])![0];
+  const hidden: Record<string, string> = {};
+  const inputs: Record<string, string | undefined> = {};
+  for (const [tag] of form[1].matchAll(/<input\b[^>]*>/gi)) {
+    const name = attr(tag, 'name');
+    if (!name) continue;
+    inputs[name] = attr(tag, 'type');
+    if (attr(tag, 'type') === 'hidden') hidden[name] = attr(tag, 'value') ?? '';
+  }
+  const buttons = [...form[1].matchAll(/<button\b[^>]*>/gi)].map(([tag]) => ({ name: attr(tag, 'name'), value: attr(tag, 'value') }));
+  return { method: attr(open, 'method'), action: attr(open, 'action'), hidden, inputs, buttons };
+}
+
+/**
+ * A browser over supertest: keeps the cookies the server sets (regardless of `Secure`, as a tester would),
+ * sends them back, and never follows redirects on its own.
+ */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+
+  constructor(private readonly t: TestApp) {}
+
+  async get(path: string): Promise<Response> {
+    return this.remember(await this.t.http().get(path).set(this.headers()).redirects(0));
+  }
+
+  async post(path: string, form: Record<string, string | undefined>): Promise<Response> {
+    const body = new URLSearchParams();
+    for (const [k, v] of Object.entries(form)) if (v !== undefined) body.append(k, v);
+    return this.remember(await this.t.http().post(path).set(this.headers()).type('form').send(body.toString()).redirects(0));
+  }
+
+  /** Submits the first form of `page` with its hidden fields plus `extra` (a browser's form submission). */
+  async submit(page: Response, extra: Record<string, string | undefined> = {}): Promise<Response> {
+    const form = parseForm(page.text);
+    return this.post(form.action ?? '/', { ...form.hidden, ...extra });
+  }
+
+  private headers(): Record<string, string> {
+    if (this.cookies.size === 0) return {};
+    return { Cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+  }
+
+  private remember(res: Response): Response {
+    for (const line of setCookies(res)) {
+      const [pair, ...attrs] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      const expired = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a));
+      if (expired || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return res;
+  }
+}
+
+export function setCookies(res: Response): string[] {
+  return ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+}
+
+/** Signs in through the login form; returns the answer of `POST /login`. */
+export async function login(browser: Browser, email: string, password = TEST_PASSWORD, returnTo?: string): Promise<Response> {
+  const page = await browser.get(returnTo === undefined ? '/login' : `/login?return_to=${encodeURIComponent(returnTo)}`);
+  expect(page.status).toBe(200);
+  return browser.submit(page, { email, password });
+}
+
+/** A browser with a fresh user signed in. */
+export async function signedIn(t: TestApp, overrides: Parameters<TestApp['createUser']>[0] = {}) {
+  const user = await t.createUser(overrides);
+  const browser = new Browser(t);
+  const res = await login(browser, user.email);
+  expect(res.status).toBe(303);
+  return { user, browser };
+}
+
+export interface AuthorizeParams {
+  response_type?: string;
+  client_id?: string;
+  redirect_uri?: string;
+  scope?: string;
+  state?: string;
+  code_challenge?: string;
+  code_challenge_method?: string;
+  [name: string]: string | undefined;
+}
+
+export function authorizePath(params: AuthorizeParams | [string, string][]): string {
+  const q = new URLSearchParams();
+  const entries = Array.isArray(params) ? params : Object.entries(params);
+  for (const [k, v] of entries) if (v !== undefined) q.append(k, v);
+  return `/authorize?${q.toString()}`;
+}
+
+/** The parameters of a redirect to the client, after checking that it goes to `redirectUri`. */
+export function redirectParams(res: Response, redirectUri = REDIRECT_URI): URLSearchParams {
+  expect([302, 303], `status ${res.status}: ${res.text?.slice(0, 300)}`).toContain(res.status);
+  const location = new URL(res.headers.location);
+  expect(`${location.origin}${location.pathname}`).toBe(redirectUri.split('?')[0]);
+  return location.searchParams;
+}
+
+/**
+ * Runs the front channel as a signed-in browser: GET /authorize, allowing on the consent page if one is shown.
+ * Returns the code; the caller chooses PKCE, scope and redirect_uri.
+ */
+export async function authorizeCode(
+  browser: Browser,
+  client: ClientView,
+  params: Omit<AuthorizeParams, 'client_id'> = {},
+): Promise<string> {
+  let res = await browser.get(authorizePath({ response_type: 'code', client_id: client.client_id, state: 's', ...params }));
+  if (res.status === 200) res = await browser.submit(res, { decision: 'allow' });
+  const q = redirectParams(res, params.redirect_uri ?? client.redirect_uris[0]);
+  const code = q.get('code');
+  if (!code) throw new Error(`no code: ${res.headers.location}`);
+  return code;
+}
+
+export type ClientAuthMethod = 'basic' | 'post' | 'none';
+
+/** POST /token (or /revoke, /introspect) as a form, authenticated as `client`. */
+export async function backChannel(
+  t: TestApp,
+  path: '/token' | '/revoke' | '/introspect',
+  client: ClientView,
+  form: Record<string, string | undefined>,
+  method: ClientAuthMethod = client.client_secret ? 'basic' : 'none',
+): Promise<Response> {
+  const body = new URLSearchParams();
+  if (method === 'post') {
+    body.append('client_id', client.client_id);
+    body.append('client_secret', client.client_secret ?? '');
+  }
+  if (method === 'none') body.append('client_id', client.client_id);
+  for (const [k, v] of Object.entries(form)) if (v !== undefined) body.append(k, v);
+  const req = t.http().post(path).type('form');
+  if (method === 'basic') req.set('Authorization', basicAuth(client.client_id, client.client_secret ?? ''));
+  return req.send(body.toString());
+}
+
+export const token = (t: TestApp, client: ClientView, form: Record<string, string | undefined>, method?: ClientAuthMethod) =>
+  backChannel(t, '/token', client, form, method);
+
+/** Asserts an RFC 6749 5.2 error answer. */
+export function expectOAuthError(res: Response, status: number, error: string): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(Object.keys(res.body).sort()).toEqual(['error', 'error_description']);
+  expect(res.body.error).toBe(error);
+  expect(res.body.error_description).toMatch(ERROR_DESCRIPTION);
+}
+
+/** RFC 6749 4.1.2.1 / 5.2: error_description holds only %x20-21 / %x23-5B / %x5D-7E (and something to read). */
+export const ERROR_DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]*\S[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
+
+/** Signs in a fresh user, authorizes a trusted client and redeems the code: a complete grant. */
+export async function issueTokens(
+  t: TestApp,
+  opts: { client?: ClientView; scope?: string; browser?: Browser } = {},
+): Promise<{ client: ClientView; access: string; refresh: string; scope: string; userId: string; browser: Browser }> {
+  const client = opts.client ?? (await registerClient(t, { trusted: true }));
+  const fresh = opts.browser ? undefined : await signedIn(t);
+  const browser = opts.browser ?? fresh!.browser;
+  const pkce = pkcePair();
+  const code = await authorizeCode(browser, client, {
+    scope: opts.scope,
+    code_challenge: pkce.challenge,
+    code_challenge_method: 'S256',
+  });
+  const res = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  // The user the test created, when it did; else the browser's user, as the token names it.
+  const userId = fresh?.user.id ?? (decodeJwt(res.body.access_token).sub as string);
+  return { client, access: res.body.access_token, refresh: res.body.refresh_token, scope: res.body.scope, userId, browser };
+}
+
+/** GET /api/resource with a bearer token: 200 while the token works, 401 once it does not. */
+export async function resourceStatus(t: TestApp, accessToken: string): Promise<number> {
+  return (await t.http().get('/api/resource').set('Authorization', `Bearer ${accessToken}`)).status;
+}
+
+/** Re-signs a genuine token's claims with the service's own key, changing only what `changes` names. */
+export async function resign(t: TestApp, accessToken: string, changes: Record<string, unknown>): Promise<string> {
+  const key = t.app.get(SigningKeysService).activeKey();
+  return new SignJWT({ ...decodeJwt(accessToken), ...changes })
+    .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: key.kid })
+    .sign(key.privateKey);
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Rate limits high enough that a suite's many logins and token requests are never throttled. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000' };
