@@ -1,0 +1,345 @@
+// Starting, watching and stopping the processes the bench runs: the service, the baseline and autocannon.
+// Every child is registered so that the driver can stop it on any exit path (stopAll).
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { sleep, waitForHttp } from './util.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The CPU the servers run on and the CPU of the load generators (BENCH_SERVER_CPU / BENCH_CLIENT_CPU). */
+export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
+export const CLIENT_CPU = process.env.BENCH_CLIENT_CPU ?? '1';
+
+let serviceMain = path.join(ROOT, 'dist', 'src', 'main.js');
+
+/**
+ * Copies dist/ into `dir` and runs the service from there, so that a rebuild of dist/ by someone else during the
+ * bench cannot change, or break, the code being measured. Packages still resolve from the project's node_modules.
+ */
+export function snapshotDist(dir) {
+  if (!existsSync(serviceMain)) throw new Error('dist/src/main.js is missing: run npm run build first');
+  cpSync(path.join(ROOT, 'dist'), path.join(dir, 'dist'), { recursive: true });
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  serviceMain = path.join(dir, 'dist', 'src', 'main.js');
+}
+
+const running = new Set();
+let closing = false;
+
+/** kB of peak resident memory (VmHWM) of a live process, or NaN. */
+export function peakRssKb(pid) {
+  try {
+    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU seconds (user + system, all threads) a live process has used so far, or NaN. */
+export function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Seconds one CPU spent running processes (user, nice, system) since boot, from /proc/stat, or NaN. Interrupt
+ * time is left out: the loopback traffic of the bench itself is handled there.
+ */
+export function cpuBusySeconds(cpu) {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+    const [user, nice, system] = line.trim().split(/\s+/).slice(1).map(Number);
+    return (user + nice + system) / clockTicks;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Waits (at most `maxWaitMs`) until the two bench CPUs are quiet — together less than `threshold` of a CPU busy
+ * over one second — so that a measurement does not start in the middle of someone else's burst of work.
+ * Returns how long it waited and the last busy share seen.
+ */
+export async function waitForQuietCpus(maxWaitMs = 30_000, threshold = 0.2) {
+  const started = performance.now();
+  let share = Number.NaN;
+  for (;;) {
+    const busy0 = cpuBusySeconds(SERVER_CPU) + cpuBusySeconds(CLIENT_CPU);
+    await sleep(1000);
+    share = cpuBusySeconds(SERVER_CPU) + cpuBusySeconds(CLIENT_CPU) - busy0;
+    if (!(share >= threshold) || performance.now() - started >= maxWaitMs) break;
+  }
+  return { waitedMs: Math.round(performance.now() - started), busyShare: share };
+}
+
+/** CPU seconds of the PostgreSQL backends serving database `db` (found by their process title), or 0. */
+export function postgresSeconds(db) {
+  if (!db) return 0;
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (title.startsWith('postgres: ') && title.includes(` ${db} `)) total += cpuSeconds(entry);
+    } catch {}
+  }
+  return total;
+}
+
+/**
+ * Measures the CPU the server process spends while `fn` runs, and what other processes spent on the two bench
+ * CPUs meanwhile (everything but the server, the load generators and the PostgreSQL backends of database `db`):
+ * `{ value, cpuSec, wallSec, cpuShare, clientShare, postgresShare, othersShare }` (shares of one CPU).
+ */
+export async function withCpu(pid, fn, db) {
+  const server0 = cpuSeconds(pid);
+  const client0 = clientSeconds();
+  const pg0 = postgresSeconds(db);
+  const busy0 = cpuBusySeconds(SERVER_CPU) + cpuBusySeconds(CLIENT_CPU);
+  const wall0 = performance.now();
+  const value = await fn();
+  const cpuSec = cpuSeconds(pid) - server0;
+  const clientSec = clientSeconds() - client0;
+  const pgSec = postgresSeconds(db) - pg0;
+  const busySec = cpuBusySeconds(SERVER_CPU) + cpuBusySeconds(CLIENT_CPU) - busy0;
+  const wallSec = (performance.now() - wall0) / 1000;
+  return {
+    value,
+    cpuSec,
+    wallSec,
+    cpuShare: cpuSec / wallSec,
+    clientShare: clientSec / wallSec,
+    postgresShare: pgSec / wallSec,
+    othersShare: Math.max(0, (busySec - cpuSec - clientSec - pgSec) / wallSec),
+  };
+}
+
+/**
+ * CPU seconds of the load generators: this driver plus its exited, reaped children (autocannon runs to its end
+ * inside a measurement, so its time lands in cutime/cstime).
+ */
+function clientSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / clockTicks;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Spawns `command` pinned to `cpu` with `taskset -c` (taskset execs the command, so the child's pid is the
+ * command's pid). Stdout is drained continuously (the service logs every request there at level info); only the
+ * first `keepHead` bytes and the count and last few lines of error-level log records are kept.
+ */
+function spawnPinned(name, cpu, command, args, env, { keepHead = 64 * 1024 } = {}) {
+  if (closing) throw new Error('the bench is shutting down');
+  const child = spawn('taskset', ['-c', cpu, command, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = {
+    name,
+    child,
+    pid: child.pid,
+    head: '',
+    tail: '',
+    stderr: '',
+    errorLogLines: 0,
+    lastErrorLogs: [],
+    exited: false,
+    exitCode: null,
+    exitSignal: null,
+    exitPromise: null,
+  };
+  let partial = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    if (proc.head.length < keepHead) proc.head += chunk.slice(0, keepHead - proc.head.length);
+    proc.tail = (proc.tail + chunk).slice(-4096);
+    // Cheap scan for pino error/fatal records ("level":50 / 60); everything else is discarded.
+    if (chunk.includes('"level":50') || chunk.includes('"level":60') || partial) {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      if (partial.length > 16384) partial = '';
+      for (const line of lines) {
+        if (line.includes('"level":50') || line.includes('"level":60')) {
+          proc.errorLogLines++;
+          proc.lastErrorLogs.push(line.slice(0, 2000));
+          if (proc.lastErrorLogs.length > 5) proc.lastErrorLogs.shift();
+        }
+      }
+    }
+  });
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk) => {
+    proc.stderr = (proc.stderr + chunk).slice(-8192);
+  });
+  proc.exitPromise = new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      proc.exited = true;
+      proc.exitCode = code;
+      proc.exitSignal = signal;
+      running.delete(proc);
+      resolve();
+    });
+    child.on('error', (error) => {
+      proc.stderr += `\nspawn error: ${error.message}`;
+      proc.exited = true;
+      running.delete(proc);
+      resolve();
+    });
+  });
+  running.add(proc);
+  return proc;
+}
+
+/** SIGTERM, wait up to `graceMs`, then SIGKILL. Resolves when the process has exited. */
+export async function stopProcess(proc, graceMs = 20_000) {
+  if (proc.exited) return;
+  proc.child.kill('SIGTERM');
+  const timer = sleep(graceMs).then(() => 'timeout');
+  if ((await Promise.race([proc.exitPromise, timer])) === 'timeout' && !proc.exited) {
+    process.stderr.write(`bench: ${proc.name} (pid ${proc.pid}) ignored SIGTERM for ${graceMs} ms, sending SIGKILL\n`);
+    proc.child.kill('SIGKILL');
+    await proc.exitPromise;
+  }
+}
+
+/** Stops every process the bench started; no new one can be started afterwards. */
+export async function stopAll() {
+  closing = true;
+  await Promise.all([...running].map((proc) => stopProcess(proc, 10_000)));
+}
+
+function serviceEnv({ port, databaseUrl }) {
+  const issuer = `http://127.0.0.1:${port}`;
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    ISSUER: issuer,
+    RATE_LIMIT_LOGIN: '1000000',
+    RATE_LIMIT_TOKEN: '1000000',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    NODE_ENV: 'development',
+  };
+  // Extra variables for experiments, e.g. BENCH_SERVICE_ENV="MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=2".
+  for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(' ').filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return { env, issuer };
+}
+
+function parseDemo(text) {
+  const login = /admin login:\s+(\S+) \/ (\S+)/.exec(text);
+  const clientId = /client_id:\s+(\S+)/.exec(text);
+  const clientSecret = /client_secret:\s+(\S+)/.exec(text);
+  if (!login || !clientId || !clientSecret) return undefined;
+  return { email: login[1], password: login[2], clientId: clientId[1], clientSecret: clientSecret[1] };
+}
+
+/**
+ * Starts `node dist/src/main.js` pinned to the server CPU and waits until /health/ready answers. On a fresh
+ * database (`expectDemo`) it also waits for the demo credentials the service prints once.
+ */
+export async function startService({ name, port, databaseUrl, expectDemo }) {
+  const { env, issuer } = serviceEnv({ port, databaseUrl });
+  // For profiling, e.g. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof".
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [...nodeArgs, serviceMain], env);
+  try {
+    await waitForHttp(`${issuer}/health/ready`, 60_000, () => !proc.exited);
+    let demo;
+    if (expectDemo) {
+      const deadline = Date.now() + 10_000;
+      while (!(demo = parseDemo(proc.head)) && Date.now() < deadline && !proc.exited) await sleep(50);
+      if (!demo) throw new Error('the service did not print the demo credentials');
+    }
+    return { proc, issuer, port, demo, pid: proc.pid };
+  } catch (error) {
+    await stopProcess(proc);
+    throw new Error(`${name}: ${error.message}\n--- stderr ---\n${proc.stderr.slice(-2000)}\n--- stdout ---\n${proc.head.slice(-2000)}`);
+  }
+}
+
+/** Starts bench/baseline-server.mjs pinned to the server CPU; it fetches the service's JWKS once at start. */
+export async function startBaseline({ port, issuer, audience, jwksUrl }) {
+  const env = {
+    PATH: process.env.PATH,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ISSUER: issuer,
+    AUDIENCE: audience,
+    JWKS_URL: jwksUrl,
+  };
+  const proc = spawnPinned('baseline', SERVER_CPU, process.execPath, ['bench/baseline-server.mjs'], env);
+  const deadline = Date.now() + 20_000;
+  while (!proc.head.includes('baseline listening') && Date.now() < deadline && !proc.exited) await sleep(50);
+  if (!proc.head.includes('baseline listening')) {
+    await stopProcess(proc);
+    throw new Error(`baseline did not start:\n${proc.stderr.slice(-2000)}`);
+  }
+  return { proc, pid: proc.pid, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * Runs autocannon in a child process pinned to the client CPU and returns its JSON result. Bounded by its own
+ * duration plus a grace period after which it is killed.
+ */
+export async function autocannon({ url, connections, durationSec, headers = {}, timeoutSec = 10 }) {
+  const args = [
+    path.join(ROOT, 'node_modules', 'autocannon', 'autocannon.js'),
+    '--json',
+    '--no-progress',
+    '-c', String(connections),
+    '-d', String(durationSec),
+    '-t', String(timeoutSec),
+  ];
+  for (const [key, value] of Object.entries(headers)) args.push('-H', `${key}=${value}`);
+  args.push(url);
+  const proc = spawnPinned('autocannon', CLIENT_CPU, process.execPath, args, { PATH: process.env.PATH }, { keepHead: 4 * 1024 * 1024 });
+  const limit = sleep((durationSec + timeoutSec + 30) * 1000).then(() => 'timeout');
+  if ((await Promise.race([proc.exitPromise, limit])) === 'timeout') {
+    await stopProcess(proc, 2000);
+    throw new Error('autocannon did not finish in time');
+  }
+  if (proc.exitCode !== 0) throw new Error(`autocannon exited with ${proc.exitCode ?? proc.exitSignal}: ${proc.stderr.slice(-2000)}`);
+  const line = proc.head.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  if (!line) throw new Error(`autocannon printed no JSON: ${proc.head.slice(0, 500)} ${proc.stderr.slice(-500)}`);
+  const result = JSON.parse(line);
+  return {
+    requestsPerSec: result.requests.average,
+    requestsTotal: result.requests.total,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    ok2xx: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    durationSec: result.duration,
+    connections: result.connections,
+  };
+}
