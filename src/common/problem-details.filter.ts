@@ -79,13 +79,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       if (exception.code === DomainErrorCode.UnknownPrincipal) headers['WWW-Authenticate'] = 'Bearer error="invalid_token"';
       return { status: domainStatus(exception.code), detail: exception.message, code: exception.code, headers };
     }
-    if (exception instanceof HttpException) {
-      const status = exception.getStatus();
-      const detail = status >= 500 ? 'An internal error occurred.' : exception.message;
-      if (status >= 500) this.logError(exception, req);
-      return { status, detail, code: undefined, headers };
-    }
-    const bodyError = exception as { type?: string; status?: number; expose?: boolean };
+    // Express's adapter wraps body-parser errors in an HttpException; the original (with its `type`) is the cause.
+    const bodyError = (exception instanceof HttpException ? exception.cause : exception) as { type?: string } | undefined;
     if (bodyError && typeof bodyError.type === 'string' && bodyError.type in BODY_PARSER_STATUS) {
       const status = BODY_PARSER_STATUS[bodyError.type];
       const detail =
@@ -93,7 +88,16 @@ export class ProblemDetailsFilter implements ExceptionFilter {
           ? 'The request body is too large.'
           : status === 415
             ? 'The request body encoding is not supported.'
-            : 'The request body is not valid JSON.';
+            : bodyError.type === 'entity.parse.failed'
+              ? 'The request body is not valid JSON.'
+              : 'The request body could not be read.';
+      return { status, detail, code: undefined, headers };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const detail =
+        status === 503 ? 'The service is temporarily unavailable.' : status >= 500 ? 'An internal error occurred.' : exception.message;
+      if (status >= 500) this.logError(exception, req);
       return { status, detail, code: undefined, headers };
     }
     if (isDatabaseUnavailable(exception)) {
