@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Request } from 'express';
 import type { Repository } from 'typeorm';
+import { parseBasicCredentials } from '../common/basic-credentials';
 import { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { SCOPES, isScope } from './scopes';
@@ -27,11 +28,6 @@ export interface ClientView {
 
 export class InvalidClientInputError extends Error {
   override name = 'InvalidClientInputError';
-}
-
-/** A form-URL-encoded credential part of an HTTP Basic header (RFC 6749 2.3.1). */
-function formDecode(value: string): string {
-  return decodeURIComponent(value.replace(/\+/g, ' '));
 }
 
 const DUMMY_SECRET_HASH = hashSecret('no-such-client');
@@ -96,19 +92,12 @@ export class ClientsService {
    */
   async authenticate(req: Request, body: Record<string, string>): Promise<Client> {
     const header = req.headers.authorization;
-    let basic: { id: string; secret: string } | undefined;
-    if (header !== undefined) {
-      const match = /^basic[ \t]+([A-Za-z0-9+/=]+)[ \t]*$/i.exec(header);
-      if (!match) throw new OAuthError('invalid_client', 'Unsupported client authentication.', true);
-      const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon < 0) throw new OAuthError('invalid_client', 'Malformed Basic credentials.', true);
-      try {
-        basic = { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
-      } catch {
-        throw new OAuthError('invalid_client', 'Malformed Basic credentials.', true);
-      }
+    const parsed = parseBasicCredentials(header);
+    if (header !== undefined && parsed === undefined) {
+      throw new OAuthError('invalid_client', 'Unsupported client authentication.', true);
     }
+    if (parsed === null) throw new OAuthError('invalid_client', 'Malformed Basic credentials.', true);
+    const basic = parsed;
     const usedBasic = basic !== undefined;
     if (basic && body.client_secret !== undefined) {
       throw new OAuthError('invalid_request', 'Use one client authentication method, not two.');

@@ -79,10 +79,6 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     return this.byKid.get(kid)?.publicKey;
   }
 
-  knownKey(kid: string): KeyObject | undefined {
-    return this.byKid.get(kid)?.publicKey;
-  }
-
   /** The JWK set: the active key and every older key whose tokens may still be unexpired. */
   jwks(): { keys: JWK[] } {
     const now = Date.now();

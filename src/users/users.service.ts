@@ -67,6 +67,12 @@ export class UsersService {
   }
 
   async get(principal: AuthPrincipal, userId: string): Promise<UserResponseDto> {
+    if (principal.sub === userId) {
+      // The caller's own record: one query serves both as the caller check and as the answer.
+      const self = await this.users.findOne({ where: { id: userId } });
+      if (!self) throw new DomainError(DomainErrorCode.UnknownPrincipal, 'The user of this access token no longer exists.');
+      return UserResponseDto.from(self);
+    }
     await this.accessibleUserId(principal, userId);
     return UserResponseDto.from(await this.mustFind(userId));
   }
@@ -140,7 +146,7 @@ export class UsersService {
   }
 
   async isEmpty(): Promise<boolean> {
-    return (await this.total()) === 0 && (await this.users.count()) === 0;
+    return (await this.users.count()) === 0;
   }
 
   private async total(gender?: string): Promise<number> {

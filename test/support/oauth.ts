@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { SignJWT, decodeJwt } from 'jose';
 import type { Response } from 'supertest';
 import { expect } from 'vitest';
@@ -248,17 +247,7 @@ export async function resign(t: TestApp, accessToken: string, changes: Record<st
     .sign(key.privateKey);
 }
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from './service-process';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,6 +1,7 @@
 import { type ExecutionContext, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
+import { parseBasicCredentials } from '../basic-credentials';
 import type { AppConfig } from '../../config/app-config';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
@@ -14,12 +15,8 @@ function bucketOf(context: ExecutionContext): RateLimitBucket | undefined {
 
 /** The client a /token request names (HTTP Basic user or `client_id`), whether or not it exists. */
 function clientOf(req: Request): string {
-  const header = req.headers.authorization;
-  const basic = header && /^basic[ \t]+([A-Za-z0-9+/=]+)/i.exec(header);
-  if (basic) {
-    const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
-    return `client:${decoded.slice(0, Math.max(0, decoded.indexOf(':'))).slice(0, 100)}`;
-  }
+  const basic = parseBasicCredentials(req.headers.authorization);
+  if (basic) return `client:${basic.id.slice(0, 100)}`;
   const body = req.body as Record<string, unknown> | undefined;
   if (body && typeof body.client_id === 'string') return `client:${body.client_id.slice(0, 100)}`;
   return `ip:${req.ip}`;
