@@ -52,7 +52,12 @@ import { fmtMb, fmtMs, fmtNum, freePort, summarize } from './lib/util.mjs';
 
 const DURATION = positive('BENCH_DURATION', 10);
 const WARMUP = positive('BENCH_WARMUP', 2, true);
-const ONLY = new Set((process.env.BENCH_ONLY || 'resource,users,flows').split(',').map((s) => s.trim()).filter(Boolean));
+const ONLY = new Set(
+  (process.env.BENCH_ONLY || 'resource,users,flows')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 const RESOURCE_CONNECTIONS = 50;
 const USERS_CONNECTIONS = 10;
 const FLOW_LOOPS = 10;
@@ -75,7 +80,15 @@ function positive(name, fallback, zeroOk = false) {
 }
 
 const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-'));
-const results = { startedAt: new Date().toISOString(), environment: {}, settings: {}, scenarios: {}, rows: [], notes: [], scenarioErrors: [] };
+const results = {
+  startedAt: new Date().toISOString(),
+  environment: {},
+  settings: {},
+  scenarios: {},
+  rows: [],
+  notes: [],
+  scenarioErrors: [],
+};
 const rows = results.rows;
 let cleanedUp = false;
 
@@ -106,7 +119,20 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 function row(r) {
-  rows.push({ section: '', name: '', rate: '', p50: NaN, p99: NaN, errors: '', cpu: '', cpuOp: '', target: '', measured: '', result: '', ...r });
+  rows.push({
+    section: '',
+    name: '',
+    rate: '',
+    p50: NaN,
+    p99: NaN,
+    errors: '',
+    cpu: '',
+    cpuOp: '',
+    target: '',
+    measured: '',
+    result: '',
+    ...r,
+  });
 }
 
 /** PASS/FAIL of a figure against a target; a measurement with errors is a FAIL whatever the figure. */
@@ -127,7 +153,10 @@ function env() {
   } catch {}
   let postgres = 'unknown';
   try {
-    postgres = execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-tAc', 'SHOW server_version'], { encoding: 'utf8', timeout: 10_000 }).trim();
+    postgres = execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-tAc', 'SHOW server_version'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    }).trim();
   } catch {}
   return {
     date: new Date().toISOString(),
@@ -175,7 +204,9 @@ function checkCpuShare(label, { othersShare }) {
 async function quietCpus(label) {
   const quiet = await waitForQuietCpus(QUIET_WAIT_MS);
   if (quiet.busyShare >= 0.2) {
-    log(`${label}: the bench CPUs are still busy (${(quiet.busyShare * 100).toFixed(0)}% of a CPU) after ${quiet.waitedMs} ms; measuring anyway`);
+    log(
+      `${label}: the bench CPUs are still busy (${(quiet.busyShare * 100).toFixed(0)}% of a CPU) after ${quiet.waitedMs} ms; measuring anyway`,
+    );
   }
   return quiet;
 }
@@ -464,7 +495,12 @@ async function flowsScenario(kind) {
       const user = { email: service.demo.email, password: service.demo.password };
       const flows = [
         ['a', 'session: authorize + token', sessionFlow(client, user), ['GET /authorize', 'POST /token code']],
-        ['b', 'session: authorize + token + refresh', sessionRefreshFlow(client, user), ['GET /authorize', 'POST /token code', 'POST /token refresh']],
+        [
+          'b',
+          'session: authorize + token + refresh',
+          sessionRefreshFlow(client, user),
+          ['GET /authorize', 'POST /token code', 'POST /token refresh'],
+        ],
         [
           'c',
           'fresh browser: login + authorize + token',
@@ -476,11 +512,7 @@ async function flowsScenario(kind) {
         const quiet = await quietCpus(`flow (${key}) on ${kind}`);
         if (WARMUP > 0) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flow });
         log(`flow (${key}) ${label} on ${kind}: ${FLOW_LOOPS} loops, ${DURATION} s`);
-        const measured = await withCpu(
-          service.pid,
-          () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION, ...flow }),
-          db,
-        );
+        const measured = await withCpu(service.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION, ...flow }), db);
         if (service.proc.exited) throw new Error(`flow (${key}) on ${kind}: the server exited during the measurement`);
         const r = measured.value;
         r.serverCpuShare = measured.cpuShare;
@@ -542,7 +574,11 @@ function printTable() {
   ]);
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const right = new Set([2, 3, 4, 5, 6, 7, 9]);
-  const line = (c) => c.map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (c) =>
+    c
+      .map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   const out = [line(headers), widths.map((w) => '-'.repeat(w)).join('  ')];
   let previous;
   for (let i = 0; i < cells.length; i++) {
@@ -554,9 +590,7 @@ function printTable() {
   if (rows.some((r) => r.disturbed)) {
     out.push('', `* other processes used more than ${DISTURBED_SHARE * 100}% of a bench CPU during this measurement (see warnings)`);
   }
-  out.push(
-    'srv cpu: CPU share the server process used (100% = CPU 0 saturated); cpu/op: server CPU time per request or flow',
-  );
+  out.push('srv cpu: CPU share the server process used (100% = CPU 0 saturated); cpu/op: server CPU time per request or flow');
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
@@ -611,7 +645,9 @@ async function main() {
         rss.push(...(await run()));
         break;
       } catch (error) {
-        log(`scenario ${label} failed: ${error.stack ?? error.message}${error.cause ? `\ncause: ${error.cause.stack ?? error.cause}` : ''}`);
+        log(
+          `scenario ${label} failed: ${error.stack ?? error.message}${error.cause ? `\ncause: ${error.cause.stack ?? error.cause}` : ''}`,
+        );
         rows.length = rowCount;
         results.notes.length = noteCount;
         if (attempt < SCENARIO_ATTEMPTS && !cleanedUp) {

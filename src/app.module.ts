@@ -1,27 +1,29 @@
 import { Module } from '@nestjs/common';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { DemoModule } from './demo/demo.module';
+import { FEATURE_MODULES } from './features';
 import { HealthModule } from './health/health.module';
+import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
-import { OrdersModule } from './orders/orders.module';
-import { ResourceModule } from './resource/resource.module';
-import { UsersModule } from './users/users.module';
+import { OAuthModule } from './oauth/oauth.module';
 
 @Module({
   imports: [
     AppConfigModule,
     LoggingModule,
     DatabaseModule,
+    EventEmitterModule.forRoot(),
     CommonModule,
     RateLimitModule,
+    KeysModule,
     AuthModule,
-    UsersModule,
-    OrdersModule,
-    ResourceModule,
+    OAuthModule,
+    ...FEATURE_MODULES,
     HealthModule,
     DemoModule,
   ],

@@ -1,10 +1,28 @@
 import { Module } from '@nestjs/common';
-import { AuthModule } from './auth/auth.module';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
-import { UsersModule } from './users/users.module';
+import { FEATURE_MODULES } from './features';
+import { KeysCommandsModule } from './keys/commands/keys-commands.module';
+import { OAuthCommandsModule } from './oauth/commands/oauth-commands.module';
+import { UsersCommandsModule } from './users/commands/users-commands.module';
 
-/** What the command line needs: configuration, the database and the services it drives; no HTTP server. */
-@Module({ imports: [AppConfigModule, DatabaseModule, RateLimitModule, AuthModule, UsersModule] })
+/**
+ * The command line (`src/cli.ts`): configuration, the database, the feature modules (so that scopes and
+ * configuration are the application's) and each feature's commands module; no HTTP server. A team's commands live
+ * in its own folder (`<feature>/commands`) and get one import here.
+ */
+@Module({
+  imports: [
+    AppConfigModule,
+    DatabaseModule,
+    EventEmitterModule.forRoot(),
+    RateLimitModule,
+    ...FEATURE_MODULES,
+    UsersCommandsModule,
+    OAuthCommandsModule,
+    KeysCommandsModule,
+  ],
+})
 export class CliModule {}

@@ -1,99 +1,40 @@
 import 'reflect-metadata';
-import { parseArgs } from 'node:util';
-import { NestFactory } from '@nestjs/core';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
-import { ClientsService, InvalidClientInputError } from './auth/clients.service';
-import { SigningKeysService } from './auth/signing-keys.service';
+import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module';
-import { AppConfig, ConfigError } from './config/app-config';
+import { CommandInputError } from './common/command-line';
 import { DomainError } from './common/domain-error';
-import { CreateUserDto } from './users/dto/create-user.dto';
-import { UsersService } from './users/users.service';
+import { ConfigError, validateConfiguration } from './config/env';
+import { InvalidClientInputError } from './oauth/clients.service';
 
-class UsageError extends Error {}
+/** Refusals whose message is the whole story; anything else is printed with its stack. */
+function isRefusal(error: unknown): error is Error {
+  return (
+    error instanceof CommandInputError ||
+    error instanceof ConfigError ||
+    error instanceof DomainError ||
+    error instanceof InvalidClientInputError
+  );
+}
 
-const USAGE = `usage: npm run --silent cli -- <command> [options]
-  user:create   --email E --password P --name N --gender female|male|other --age A [--role user|admin]
-  client:create --name N --redirect-uri URI [--redirect-uri URI ...] [--public] [--trusted] [--scope "a b"]
-  keys:rotate`;
+function fail(error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`error: ${isRefusal(error) ? message : ((error as Error)?.stack ?? message)}\n`);
+  process.exitCode = 1;
+}
 
-type Run = (app: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>, args: string[]) => Promise<unknown>;
-
-const commands: Record<string, Run> = {
-  async 'user:create'(app, args) {
-    const { values } = parseArgs({
-      args,
-      strict: true,
-      options: {
-        email: { type: 'string' },
-        password: { type: 'string' },
-        name: { type: 'string' },
-        gender: { type: 'string' },
-        age: { type: 'string' },
-        role: { type: 'string' },
-      },
-    });
-    const dto = plainToInstance(CreateUserDto, {
-      ...values,
-      age: values.age !== undefined && /^\d+$/.test(values.age) ? Number(values.age) : values.age,
-    });
-    const errors = await validate(dto, { whitelist: true, forbidNonWhitelisted: true });
-    if (errors.length) {
-      throw new UsageError(errors.flatMap((e) => Object.values(e.constraints ?? { [e.property]: `${e.property} is invalid` })).join('; '));
-    }
-    return app.get(UsersService).create(dto);
-  },
-  async 'client:create'(app, args) {
-    const { values } = parseArgs({
-      args,
-      strict: true,
-      options: {
-        name: { type: 'string' },
-        'redirect-uri': { type: 'string', multiple: true },
-        public: { type: 'boolean' },
-        trusted: { type: 'boolean' },
-        scope: { type: 'string' },
-      },
-    });
-    return app.get(ClientsService).create({
-      name: values.name ?? '',
-      redirectUris: values['redirect-uri'] ?? [],
-      isPublic: values.public,
-      trusted: values.trusted,
-      scope: values.scope,
-    });
-  },
-  async 'keys:rotate'(app, args) {
-    parseArgs({ args, strict: true, options: {} });
-    return { kid: await app.get(SigningKeysService).rotate() };
-  },
-};
-
-async function main(): Promise<number> {
-  const [command, ...args] = process.argv.slice(2);
-  const run = command ? commands[command] : undefined;
-  if (!run) {
-    process.stderr.write(`${command ? `unknown command "${command}"\n` : ''}${USAGE}\n`);
-    return 2;
-  }
-  AppConfig.fromEnv(process.env);
-  const app = await NestFactory.createApplicationContext(CliModule, { logger: ['error', 'warn'] });
-  try {
-    const result = await run(app, args);
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return 0;
-  } finally {
-    await app.close();
-  }
+/**
+ * `node dist/src/cli.js <command> [options]`: each command prints one JSON object on stdout; any failure prints
+ * one `error: ...` line on stderr and exits 1. Unknown commands and options are refused by commander itself.
+ */
+async function main(): Promise<void> {
+  validateConfiguration(process.env);
+  await CommandFactory.run(CliModule, { logger: ['error', 'warn'], cliName: 'cli', serviceErrorHandler: fail });
 }
 
 main().then(
-  (code) => process.exit(code),
+  () => process.exit(process.exitCode ?? 0),
   (error: unknown) => {
-    const known = error instanceof UsageError || error instanceof ConfigError || error instanceof DomainError || error instanceof InvalidClientInputError;
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(known || (error as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS') ? `error: ${message}\n` : `error: ${(error as Error)?.stack ?? message}\n`);
+    fail(error);
     process.exit(1);
   },
 );

@@ -3,15 +3,17 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { AppConfig, ConfigError } from './config/app-config';
+import { AppConfig } from './config/app-config';
+import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
 import { DemoDataService } from './demo/demo-data.service';
 
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
-  const config = AppConfig.fromEnv(process.env);
+  validateConfiguration(process.env);
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true });
   configureApp(app);
+  const config = app.get(AppConfig);
   const demo = await app.get(DemoDataService).seedIfEmpty();
   await app.listen(config.port, config.host);
   // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the database, exit 0.

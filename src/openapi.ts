@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { SCOPES, SCOPE_DESCRIPTIONS } from './auth/scopes';
+import { allScopes, scopeDescription } from './auth/scopes';
 import { AppConfig } from './config/app-config';
 
 /** `GET /docs` (Swagger UI) and `GET /docs/openapi.json`, with the OAuth 2.0 code flow and its scopes. */
@@ -24,7 +24,7 @@ export function setupOpenApi(app: NestExpressApplication): void {
                 authorizationUrl: `${config.issuer}/authorize`,
                 tokenUrl: `${config.issuer}/token`,
                 refreshUrl: `${config.issuer}/token`,
-                scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]])),
+                scopes: Object.fromEntries(allScopes().map((s) => [s, scopeDescription(s)])),
               },
             },
           },

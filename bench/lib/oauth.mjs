@@ -43,8 +43,7 @@ function expectStatus(res, expected, step) {
   if (!expected.includes(res.status)) throw new FlowError(`${step}: HTTP ${res.status}, expected ${expected.join('/')}`);
 }
 
-const unescapeHtml = (s) =>
-  s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]);
+const unescapeHtml = (s) => s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]);
 
 function hiddenField(html, name) {
   const match = new RegExp(`<input type="hidden" name="${name}" value="([^"]*)">`).exec(html);

@@ -63,7 +63,9 @@ export function cpuSeconds(pid) {
  */
 export function cpuBusySeconds(cpu) {
   try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${cpu} `));
     const [user, nice, system] = line.trim().split(/\s+/).slice(1).map(Number);
     return (user + nice + system) / clockTicks;
   } catch {
@@ -312,9 +314,12 @@ export async function autocannon({ url, connections, durationSec, headers = {}, 
     path.join(ROOT, 'node_modules', 'autocannon', 'autocannon.js'),
     '--json',
     '--no-progress',
-    '-c', String(connections),
-    '-d', String(durationSec),
-    '-t', String(timeoutSec),
+    '-c',
+    String(connections),
+    '-d',
+    String(durationSec),
+    '-t',
+    String(timeoutSec),
   ];
   for (const [key, value] of Object.entries(headers)) args.push('-H', `${key}=${value}`);
   args.push(url);
@@ -325,7 +330,11 @@ export async function autocannon({ url, connections, durationSec, headers = {}, 
     throw new Error('autocannon did not finish in time');
   }
   if (proc.exitCode !== 0) throw new Error(`autocannon exited with ${proc.exitCode ?? proc.exitSignal}: ${proc.stderr.slice(-2000)}`);
-  const line = proc.head.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const line = proc.head
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   if (!line) throw new Error(`autocannon printed no JSON: ${proc.head.slice(0, 500)} ${proc.stderr.slice(-500)}`);
   const result = JSON.parse(line);
   return {

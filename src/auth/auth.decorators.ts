@@ -1,24 +1,41 @@
 import { type ExecutionContext, SetMetadata, applyDecorators, createParamDecorator } from '@nestjs/common';
-import { ApiBearerAuth, ApiOAuth2 } from '@nestjs/swagger';
-import { ApiProblems } from '../common/openapi';
+import { ApiBearerAuth, ApiExtension, ApiOAuth2 } from '@nestjs/swagger';
 import type { Request } from 'express';
+import { ApiProblems } from '../common/openapi';
 import type { AuthPrincipal } from './principal';
 import type { Scope } from './scopes';
 
 export const IS_PUBLIC_KEY = 'auth:isPublic';
 export const SCOPES_KEY = 'auth:scopes';
+export const ANY_SCOPE_KEY = 'auth:anyScope';
+export const ROLES_KEY = 'auth:roles';
+
+/*
+ * Every route declares who may call it, in exactly one of three ways: `@Public()`, `@Scopes(...)` with at least
+ * one scope, or `@AnyScope()`. The application refuses to start while a route declares none of them (or an empty
+ * `@Scopes()`), and the bearer guard denies such a route should one ever be reached.
+ */
 
 /** Opts a route (or controller) out of the global bearer guard. */
 export const Public = () => SetMetadata(IS_PUBLIC_KEY, true);
 
-/** Declares the scopes a route needs; `@Scopes()` with none means "any valid access token". */
-export function Scopes(...scopes: Scope[]) {
-  return applyDecorators(
-    SetMetadata(SCOPES_KEY, scopes),
-    ApiOAuth2(scopes, 'oauth2'),
-    ApiBearerAuth('bearer'),
-    ApiProblems(400, 401, 403),
-  );
+/** The scopes a route needs: the access token must carry every one of them. */
+export function Scopes(...scopes: [Scope, ...Scope[]]) {
+  return applyDecorators(SetMetadata(SCOPES_KEY, scopes), ApiOAuth2(scopes, 'oauth2'), ApiBearerAuth('bearer'), ApiProblems(400, 401, 403));
+}
+
+/** Any valid access token, whatever its scopes (e.g. a route that only tells the caller who it is). */
+export function AnyScope() {
+  return applyDecorators(SetMetadata(ANY_SCOPE_KEY, true), ApiOAuth2([], 'oauth2'), ApiBearerAuth('bearer'), ApiProblems(400, 401));
+}
+
+/**
+ * The roles allowed to call a route (checked after the scopes, before validation, so that a caller without the
+ * role learns nothing about the body rules). Roles are read from the user directory on each call, so a demotion
+ * takes effect at once.
+ */
+export function Roles(...roles: [string, ...string[]]) {
+  return applyDecorators(SetMetadata(ROLES_KEY, roles), ApiExtension('x-roles', roles), ApiProblems(403));
 }
 
 export type RequestWithPrincipal = Request & { principal?: AuthPrincipal };

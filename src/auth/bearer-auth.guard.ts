@@ -1,71 +1,106 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
-import { HttpProblemError } from '../common/renderable-error';
-import { AccessTokenService } from './access-token.service';
-import { IS_PUBLIC_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
-
-const BEARER = /^bearer(?:[ \t]+(.*))?$/i;
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-
-function has(container: unknown, key: string): boolean {
-  return typeof container === 'object' && container !== null && Object.hasOwn(container, key);
-}
+import { type ExecutionContext, Injectable } from '@nestjs/common';
+import { ModuleRef, Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
+import passport from 'passport';
+import { HttpProblemError } from '../common/http-problem.error';
+import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
+import { BearerStrategy } from './bearer.strategy';
+import type { AuthPrincipal } from './principal';
+import { RoleDirectory } from './role-directory';
+import { type RouteTargets, accessDeclarationProblem } from './route-access.check';
 
 /**
  * The global guard of the resource server (RFC 6750): every route needs a valid bearer token unless it is marked
- * `@Public()`. Only the Authorization header is read; a token in the query or body alone is ignored.
+ * `@Public()`. Passport's `bearer` strategy authenticates; this guard turns its outcome into the exact challenges
+ * of RFC 6750 section 3, then checks the route's scopes and roles. It fails closed: a route without a valid
+ * access declaration is denied (and the application does not start with one, see RouteAccessCheck).
  */
 @Injectable()
-export class BearerAuthGuard implements CanActivate {
+export class BearerAuthGuard extends AuthGuard('bearer') {
+  private roles: RoleDirectory | undefined;
+
   constructor(
     private readonly reflector: Reflector,
-    private readonly tokens: AccessTokenService,
-  ) {}
+    private readonly strategy: BearerStrategy,
+    private readonly moduleRef: ModuleRef,
+  ) {
+    super({ session: false, property: 'principal' });
+  }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()] as RouteTargets;
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets)) return true;
-    const req = context.switchToHttp().getRequest<RequestWithPrincipal>();
+    await super.canActivate(context);
+    const principal = context.switchToHttp().getRequest<RequestWithPrincipal>().principal!;
 
-    const header = req.headers.authorization;
-    const match = header === undefined ? null : BEARER.exec(header.trim());
-    if (!match) {
-      throw new HttpProblemError(401, 'unauthorized', 'An access token is required.', {
-        'WWW-Authenticate': 'Bearer realm="api"',
-      });
+    if (accessDeclarationProblem(this.reflector, targets)) {
+      throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
     }
-    const token = match[1]?.trim();
-    if (!token) {
-      throw invalidRequest('The Authorization header names the Bearer scheme but carries no token.');
+    if (!this.reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets)) {
+      const needed = this.reflector.getAllAndOverride<string[]>(SCOPES_KEY, targets);
+      if (needed.some((scope) => !principal.scopes.has(scope))) {
+        throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed.join(' ')}.`, {
+          'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed.join(' ')}"`,
+        });
+      }
     }
-    if (has(req.query, 'access_token') || has(req.body, 'access_token')) {
-      throw invalidRequest('The access token must be sent in one way only.');
-    }
-    if (!B64TOKEN.test(token)) throw invalidToken();
-
-    try {
-      req.principal = await this.tokens.verify(token);
-    } catch {
-      throw invalidToken();
-    }
-
-    const needed = this.reflector.getAllAndOverride<string[] | undefined>(SCOPES_KEY, targets) ?? [];
-    const missing = needed.filter((scope) => !req.principal!.scopes.has(scope));
-    if (missing.length) {
-      throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed.join(' ')}.`, {
-        'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed.join(' ')}"`,
-      });
-    }
+    const roles = this.reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets);
+    if (roles) await this.checkRole(principal, roles);
     return true;
+  }
+
+  /**
+   * Passport keeps strategies in one process-wide registry, so with several applications in one process (as the
+   * multi-instance tests run them) the last one created would verify every application's tokens against its own
+   * keys and revocation list. Passport looks the strategy up synchronously right after this call, so handing it
+   * this application's strategy here cannot interleave with another request.
+   */
+  override getRequest(context: ExecutionContext): RequestWithPrincipal {
+    passport.use('bearer', this.strategy);
+    return context.switchToHttp().getRequest<RequestWithPrincipal>();
+  }
+
+  /** Passport's outcome: a principal, or a failure with an HTTP status (400) or a challenge (401). */
+  override handleRequest<TUser = AuthPrincipal>(
+    err: unknown,
+    user: TUser | false,
+    info: unknown,
+    _ctx: ExecutionContext,
+    status?: unknown,
+  ): TUser {
+    if (err) throw err;
+    if (user) return user;
+    if (status === 400) {
+      throw new HttpProblemError(
+        400,
+        'invalid-request',
+        'The Authorization header is malformed, or the token was sent more than one way.',
+        {
+          'WWW-Authenticate': 'Bearer error="invalid_request"',
+        },
+      );
+    }
+    if (typeof info === 'string' && info.includes('error="invalid_token"'))
+      throw invalidToken('The access token is invalid, expired or revoked.');
+    throw new HttpProblemError(401, 'unauthorized', 'An access token is required.', { 'WWW-Authenticate': 'Bearer realm="api"' });
+  }
+
+  private async checkRole(principal: AuthPrincipal, roles: string[]): Promise<void> {
+    this.roles ??= this.moduleRef.get(RoleDirectory, { strict: false });
+    if (!this.roles) throw new Error('@Roles() needs a RoleDirectory provider (the users module provides one)');
+    const role = await this.roles.roleOf(principal.sub);
+    // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
+    if (role === undefined) throw invalidToken('The user of this access token no longer exists.');
+    if (!roles.includes(role)) {
+      const detail =
+        roles.length === 1 && roles[0] === 'admin'
+          ? 'This route is for administrators only.'
+          : `This route needs the role ${roles.join(' or ')}.`;
+      throw new HttpProblemError(403, 'role-required', detail);
+    }
   }
 }
 
-function invalidRequest(detail: string): HttpProblemError {
-  return new HttpProblemError(400, 'invalid-request', detail, { 'WWW-Authenticate': 'Bearer error="invalid_request"' });
-}
-
-function invalidToken(): HttpProblemError {
-  return new HttpProblemError(401, 'invalid-token', 'The access token is invalid, expired or revoked.', {
-    'WWW-Authenticate': 'Bearer error="invalid_token"',
-  });
+function invalidToken(detail: string): HttpProblemError {
+  return new HttpProblemError(401, 'invalid-token', detail, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
 }

@@ -1,13 +1,41 @@
-export const SCOPES = ['users:read', 'users:write', 'orders:read', 'orders:write'] as const;
-export type Scope = (typeof SCOPES)[number];
+/** A scope name, such as `orders:read`. Each feature module defines its own with {@link defineScopes}. */
+export type Scope = string;
 
-export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
-  'users:read': 'See user profiles (your own, or all users if you are an administrator)',
-  'users:write': 'Change user profiles (your own, or all users if you are an administrator)',
-  'orders:read': 'See orders',
-  'orders:write': 'Place orders',
-};
+const registry = new Map<Scope, string>();
 
-export function isScope(value: string): value is Scope {
-  return (SCOPES as readonly string[]).includes(value);
+export interface ScopeDefinition {
+  name: string;
+  /** What the consent page and the OpenAPI document say the scope allows. */
+  description: string;
+}
+
+/**
+ * Declares a module's scopes in its own `<feature>.scopes.ts`, and returns their names for `@Scopes(...)`:
+ * `export const OrdersScope = defineScopes({ read: { name: 'orders:read', description: 'See orders' } })`, then
+ * `@Scopes(OrdersScope.read)`. Metadata, consent, OpenAPI, client registration, the demo and the tests all read
+ * the scopes from this registry, so a new module's scopes are written in its own folder only.
+ */
+export function defineScopes<const T extends Record<string, ScopeDefinition>>(scopes: T): { readonly [K in keyof T]: T[K]['name'] } {
+  const names: Record<string, string> = {};
+  for (const [key, { name, description }] of Object.entries(scopes)) {
+    if (!/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(name)) throw new Error(`scope "${name}" has characters RFC 6749 3.3 does not allow`);
+    if (registry.has(name)) throw new Error(`scope "${name}" is defined twice`);
+    registry.set(name, description);
+    names[key] = name;
+  }
+  return names as { readonly [K in keyof T]: T[K]['name'] };
+}
+
+/** Every scope the application's modules define, in the order they were defined. */
+export function allScopes(): Scope[] {
+  return [...registry.keys()];
+}
+
+export function isScope(value: string): boolean {
+  return registry.has(value);
+}
+
+/** The consent-page wording of a scope (its name when it has none). */
+export function scopeDescription(name: Scope): string {
+  return registry.get(name) ?? name;
 }

@@ -21,7 +21,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (let depth = 0; current && depth < 4; depth++) {
     const e = current as { code?: string; message?: string; driverError?: unknown; cause?: unknown };
     if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
-    if (typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout/i.test(e.message)) {
+    if (
+      typeof e.message === 'string' &&
+      /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout/i.test(e.message)
+    ) {
       return true;
     }
     current = e.driverError ?? e.cause;

@@ -1,9 +1,9 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { DomainError, DomainErrorCode, ValidationFailedError } from './domain-error';
+import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
 import { problem, sendProblem } from './problem';
-import { HttpProblemError, RenderableError } from './renderable-error';
+import { HttpProblemError } from './http-problem.error';
 import { requestIdOf } from './request-id.middleware';
 
 /** Paths whose errors keep the OAuth 2.0 format (RFC 6749 5.2) instead of problem+json. */
@@ -22,23 +22,6 @@ const BODY_PARSER_STATUS: Record<string, number> = {
   'parameters.too.many': 413,
 };
 
-function domainStatus(code: DomainErrorCode): number {
-  switch (code) {
-    case DomainErrorCode.UserNotFound:
-    case DomainErrorCode.OrderNotFound:
-      return 404;
-    case DomainErrorCode.EmailTaken:
-      return 409;
-    case DomainErrorCode.AdminOnly:
-    case DomainErrorCode.RoleChangeForbidden:
-      return 403;
-    case DomainErrorCode.UnknownPrincipal:
-      return 401;
-    case DomainErrorCode.DatabaseUnavailable:
-      return 503;
-  }
-}
-
 /** Maps every error to one answer: problem+json for the API, the RFC format for OAuth endpoints. */
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
@@ -50,10 +33,6 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const res = ctx.getResponse<Response>();
     if (res.headersSent) {
       this.logger.error({ requestId: requestIdOf(req), err: describe(exception) }, 'error after headers were sent');
-      return;
-    }
-    if (exception instanceof RenderableError) {
-      exception.render(res);
       return;
     }
     const instance = req.originalUrl?.split('?')[0] ?? req.url;
@@ -74,10 +53,9 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (exception instanceof HttpProblemError) {
       return { status: exception.status, detail: exception.message, code: exception.code, headers: exception.headers };
     }
-    if (exception instanceof DomainError) {
-      // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
-      if (exception.code === DomainErrorCode.UnknownPrincipal) headers['WWW-Authenticate'] = 'Bearer error="invalid_token"';
-      return { status: domainStatus(exception.code), detail: exception.message, code: exception.code, headers };
+    const definition = exception instanceof DomainError ? domainErrorDefinition(exception.code) : undefined;
+    if (exception instanceof DomainError && definition) {
+      return { status: definition.status, detail: exception.message, code: exception.code, headers: { ...definition.headers } };
     }
     // Express's adapter wraps body-parser errors in an HttpException; the original (with its `type`) is the cause.
     const bodyError = (exception instanceof HttpException ? exception.cause : exception) as { type?: string } | undefined;
@@ -103,7 +81,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (isDatabaseUnavailable(exception)) {
       this.logError(exception, req);
       headers['Retry-After'] = '5';
-      return { status: 503, detail: 'The service is temporarily unavailable.', code: DomainErrorCode.DatabaseUnavailable, headers };
+      return { status: 503, detail: 'The service is temporarily unavailable.', code: CommonError.DatabaseUnavailable, headers };
     }
     this.logError(exception, req);
     return { status: 500, detail: 'An internal error occurred.', code: undefined, headers };

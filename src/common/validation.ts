@@ -1,11 +1,4 @@
-import {
-  type ArgumentMetadata,
-  Injectable,
-  type PipeTransform,
-  Query,
-  ValidationPipe,
-  applyDecorators,
-} from '@nestjs/common';
+import { type ArgumentMetadata, Injectable, type PipeTransform, Query, ValidationPipe, applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Max, Min, ValidateIf, type ValidationError } from 'class-validator';
 import { type FieldError, ValidationFailedError } from './domain-error';
@@ -115,7 +108,7 @@ export class UuidParamPipe implements PipeTransform<string, string> {
 }
 
 @Injectable()
-class NoQueryParamsPipe implements PipeTransform {
+export class NoQueryParamsPipe implements PipeTransform {
   transform(value: Record<string, unknown>): Record<string, unknown> {
     const keys = Object.keys(value ?? {});
     if (keys.length) {

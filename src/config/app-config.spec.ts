@@ -1,19 +1,28 @@
 import { describe, expect, it } from 'vitest';
-import { AppConfig, ConfigError } from './app-config';
+import { AuthConfig } from '../auth/auth.config';
+import { RateLimitConfig } from '../common/rate-limit/rate-limit.config';
+import { OAuthConfig } from '../oauth/oauth.config';
+import { AppConfig } from './app-config';
+import { ConfigError, type Env } from './env';
 
-describe('AppConfig', () => {
+/** Every module's configuration, built from one environment as the application builds them. */
+function configure(env: Env) {
+  return { app: AppConfig.fromEnv(env), auth: new AuthConfig(env), oauth: new OAuthConfig(env), rateLimit: new RateLimitConfig(env) };
+}
+
+describe('configuration', () => {
   it('has the defaults of the contract', () => {
-    const c = AppConfig.fromEnv({});
+    const { app: c, auth, oauth, rateLimit } = configure({});
     expect(c.port).toBe(3000);
     expect(c.host).toBe('127.0.0.1');
     expect(c.database).toEqual({ kind: 'sqlite', file: './data/app.sqlite' });
     expect(c.issuer).toBe('http://localhost:3000');
     expect(c.audience).toBe('http://localhost:3000');
-    expect([c.accessTokenTtl, c.refreshTokenTtl, c.authCodeTtl, c.revocationSyncSeconds, c.sessionTtl]).toEqual([
+    expect([c.accessTokenTtl, oauth.refreshTokenTtl, oauth.authCodeTtl, auth.revocationSyncSeconds, oauth.sessionTtl]).toEqual([
       900, 2_592_000, 60, 5, 28_800,
     ]);
-    expect([c.rateLimitLogin, c.rateLimitToken]).toEqual([20, 300]);
-    expect(c.redisUrl).toBeUndefined();
+    expect([rateLimit.rateLimitLogin, rateLimit.rateLimitToken]).toEqual([20, 300]);
+    expect(rateLimit.redisUrl).toBeUndefined();
     expect(c.secureCookies).toBe(false);
   });
 
@@ -36,8 +45,8 @@ describe('AppConfig', () => {
     [{ NODE_ENV: 'production', ISSUER: 'https://a.example' }, /SQLite while NODE_ENV=production/],
     [{ NODE_ENV: 'production', DATABASE_URL: 'postgres://h/d' }, /ISSUER must be an https URL/],
   ])('refuses %o', (env, message) => {
-    expect(() => AppConfig.fromEnv(env)).toThrow(ConfigError);
-    expect(() => AppConfig.fromEnv(env)).toThrow(message);
+    expect(() => configure(env)).toThrow(ConfigError);
+    expect(() => configure(env)).toThrow(message);
   });
 
   it('allows SQLite in production only when asked to', () => {

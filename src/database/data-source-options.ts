@@ -2,14 +2,21 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
-import { migrations } from './migrations';
+import { discoverMigrations } from './migrations';
+import { SnakeNamingStrategy } from './snake-naming.strategy';
 
 /**
  * The one source of TypeORM options, used by the application and by the TypeORM CLI (`ormconfig.ts`).
  * Entities are registered by each feature module (`TypeOrmModule.forFeature`); the schema comes only from migrations.
  */
-export function dataSourceOptions(config: Pick<AppConfig, 'database'>): DataSourceOptions {
-  const common = { migrations, migrationsRun: false, synchronize: false, logging: false } as const;
+export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Promise<DataSourceOptions> {
+  const common = {
+    migrations: await discoverMigrations(),
+    migrationsRun: false,
+    synchronize: false,
+    logging: false,
+    namingStrategy: new SnakeNamingStrategy(),
+  } as const;
   if (config.database.kind === 'sqlite') {
     const file = config.database.file;
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });

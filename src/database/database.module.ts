@@ -7,8 +7,8 @@ import { dataSourceOptions } from './data-source-options';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
-        ...dataSourceOptions(config),
+      useFactory: async (config: AppConfig) => ({
+        ...(await dataSourceOptions(config)),
         autoLoadEntities: true,
         migrationsRun: true,
         retryAttempts: 3,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { ClientsService } from '../auth/clients.service';
-import { randomSecret } from '../auth/secrets';
+import { allScopes } from '../auth/scopes';
+import { ClientsService } from '../oauth/clients.service';
+import { randomSecret } from '../oauth/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 
@@ -33,7 +34,7 @@ export class DemoDataService {
       response_type: 'code',
       client_id: client.client_id,
       redirect_uri: redirectUri,
-      scope: 'users:read users:write orders:read orders:write',
+      scope: allScopes().join(' '),
       state: 'demo',
     }).toString();
     return {

@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
-import { AuthModule } from '../auth/auth.module';
+import { OAuthModule } from '../oauth/oauth.module';
 import { UsersModule } from '../users/users.module';
 import { DemoDataService } from './demo-data.service';
 import { DemoController } from './demo.controller';
 
 @Module({
-  imports: [AuthModule, UsersModule],
+  imports: [OAuthModule, UsersModule],
   controllers: [DemoController],
   providers: [DemoDataService],
   exports: [DemoDataService],

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../database/columns';
 import { bigintNumber } from '../database/transformers';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'shipped', 'cancelled'] as const;
@@ -9,7 +10,7 @@ export class Order {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id: string;
 
-  @Column({ name: 'user_id', type: 'varchar', length: 36 })
+  @Column({ type: 'varchar', length: 36 })
   userId: string;
 
   @Column({ type: 'varchar', length: 200 })
@@ -18,18 +19,18 @@ export class Order {
   @Column({ type: 'integer' })
   quantity: number;
 
-  @Column({ name: 'unit_price_cents', type: 'bigint', transformer: bigintNumber })
+  @Column({ type: 'bigint', transformer: bigintNumber })
   unitPriceCents: number;
 
   @Column({ type: 'varchar', length: 3 })
   currency: string;
 
-  @Column({ name: 'total_cents', type: 'bigint', transformer: bigintNumber })
+  @Column({ type: 'bigint', transformer: bigintNumber })
   totalCents: number;
 
   @Column({ type: 'varchar', length: 10 })
   status: OrderStatus;
 
-  @Column({ name: 'created_at', type: 'bigint', transformer: bigintNumber })
+  @EpochMsColumn()
   createdAt: number;
 }

@@ -9,6 +9,7 @@ import { NoQueryParams, UuidParamPipe } from '../common/validation';
 import { CreateOrderDto } from './dto/create-order.dto';
 import { ListOrdersQueryDto } from './dto/list-orders-query.dto';
 import { OrderPageResponseDto, OrderResponseDto } from './dto/order-response.dto';
+import { OrdersScope } from './orders.scopes';
 import { OrdersService } from './orders.service';
 
 @ApiTags('orders')
@@ -17,7 +18,7 @@ export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   @Get()
-  @Scopes('orders:read')
+  @Scopes(OrdersScope.read)
   @ApiOkResponse({ type: OrderPageResponseDto })
   @ApiProblems(404)
   list(
@@ -29,7 +30,7 @@ export class OrdersController {
   }
 
   @Get(':orderId')
-  @Scopes('orders:read')
+  @Scopes(OrdersScope.read)
   @ApiOkResponse({ type: OrderResponseDto })
   @ApiProblems(404)
   get(
@@ -42,7 +43,7 @@ export class OrdersController {
   }
 
   @Post()
-  @Scopes('orders:write')
+  @Scopes(OrdersScope.write)
   @ApiCreatedResponse({ type: OrderResponseDto, description: 'Location: /users/{userId}/orders/{id}' })
   @ApiProblems(404, 413)
   async create(

@@ -3,11 +3,13 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import type { AuthPrincipal } from '../auth/principal';
-import { DomainError, DomainErrorCode } from '../common/domain-error';
+import { DomainError } from '../common/domain-error';
+import { UsersError } from '../users/users.errors';
 import type { Page } from '../common/pagination';
 import { UsersService } from '../users/users.service';
 import type { CreateOrderDto } from './dto/create-order.dto';
 import type { ListOrdersQueryDto, OrderSortKey } from './dto/list-orders-query.dto';
+import { OrdersError } from './orders.errors';
 import { OrderResponseDto } from './dto/order-response.dto';
 import { Order } from './order.entity';
 
@@ -34,7 +36,7 @@ export class OrdersService {
     await this.users.accessibleUserId(principal, userId);
     // Scoped by owner as well as id: another user's order is simply not found.
     const order = await this.orders.findOne({ where: { id: orderId, userId } });
-    if (!order) throw new DomainError(DomainErrorCode.OrderNotFound, 'No such order.');
+    if (!order) throw new DomainError(OrdersError.NotFound, 'No such order.');
     return OrderResponseDto.from(order);
   }
 
@@ -68,5 +70,5 @@ export class OrdersService {
 }
 
 function userNotFound(): DomainError {
-  return new DomainError(DomainErrorCode.UserNotFound, 'No such user.');
+  return new DomainError(UsersError.NotFound, 'No such user.');
 }

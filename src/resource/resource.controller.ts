@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { Principal, Scopes } from '../auth/auth.decorators';
+import { AnyScope, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import { NoQueryParams } from '../common/validation';
 
@@ -10,7 +10,7 @@ export interface ResourceResponse {
 @Controller('api/resource')
 export class ResourceController {
   @Get()
-  @Scopes()
+  @AnyScope()
   get(@Principal() principal: AuthPrincipal, @NoQueryParams() _query: unknown): ResourceResponse {
     return {
       data: {

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber } from '../database/transformers';
+import { EpochMsColumn } from '../database/columns';
 
 export const GENDERS = ['female', 'male', 'other'] as const;
 export type Gender = (typeof GENDERS)[number];
@@ -15,10 +15,10 @@ export class User {
   email: string;
 
   /** Lower-cased email: the unique key, so that uniqueness is case-insensitive. */
-  @Column({ name: 'email_normalized', type: 'varchar', length: 254 })
+  @Column({ type: 'varchar', length: 254 })
   emailNormalized: string;
 
-  @Column({ name: 'password_hash', type: 'varchar', length: 255, select: false })
+  @Column({ type: 'varchar', length: 255, select: false })
   passwordHash: string;
 
   @Column({ type: 'varchar', length: 100 })
@@ -33,9 +33,9 @@ export class User {
   @Column({ type: 'varchar', length: 10 })
   role: Role;
 
-  @Column({ name: 'created_at', type: 'bigint', transformer: bigintNumber })
+  @EpochMsColumn()
   createdAt: number;
 
-  @Column({ name: 'updated_at', type: 'bigint', transformer: bigintNumber })
+  @EpochMsColumn()
   updatedAt: number;
 }

@@ -2,16 +2,16 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res }
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems } from '../common/openapi';
-import { Principal, Scopes } from '../auth/auth.decorators';
+import { Principal, Roles, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
-import { AdminOnly } from './admin.guard';
 import { CreateUserDto } from './dto/create-user.dto';
 import { ListUsersQueryDto } from './dto/list-users-query.dto';
 import { UpdateUserDto } from './dto/update-user.dto';
 import { UserPageResponseDto, UserResponseDto } from './dto/user-response.dto';
 import { UsersService } from './users.service';
+import { UsersScope } from './users.scopes';
 
 @ApiTags('users')
 @Controller('users')
@@ -19,15 +19,15 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Get()
-  @Scopes('users:read')
-  @AdminOnly()
+  @Scopes(UsersScope.read)
+  @Roles('admin')
   @ApiOkResponse({ type: UserPageResponseDto })
   list(@Query() query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
     return this.users.list(query);
   }
 
   @Get(':userId')
-  @Scopes('users:read')
+  @Scopes(UsersScope.read)
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404)
   get(
@@ -39,8 +39,8 @@ export class UsersController {
   }
 
   @Post()
-  @Scopes('users:write')
-  @AdminOnly()
+  @Scopes(UsersScope.write)
+  @Roles('admin')
   @ApiCreatedResponse({ type: UserResponseDto, description: 'Location: /users/{id}' })
   @ApiProblems(409, 413)
   async create(
@@ -54,7 +54,7 @@ export class UsersController {
   }
 
   @Put(':userId')
-  @Scopes('users:write')
+  @Scopes(UsersScope.write)
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404, 409, 413)
   update(
@@ -67,8 +67,8 @@ export class UsersController {
   }
 
   @Delete(':userId')
-  @Scopes('users:write')
-  @AdminOnly()
+  @Scopes(UsersScope.write)
+  @Roles('admin')
   @ApiNoContentResponse({ description: 'Deleted, with its orders, sessions, grants and refresh tokens' })
   @ApiProblems(404)
   @HttpCode(204)

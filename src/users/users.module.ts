@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
+import { RoleDirectory } from '../auth/role-directory';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { AdminGuard } from './admin.guard';
+import { PasswordHasher } from './password-hasher';
 import { UserCount } from './user-count.entity';
 import { User } from './user.entity';
 import { UsersController } from './users.controller';
@@ -9,7 +10,7 @@ import { UsersService } from './users.service';
 @Module({
   imports: [TypeOrmModule.forFeature([User, UserCount])],
   controllers: [UsersController],
-  providers: [UsersService, AdminGuard],
-  exports: [UsersService],
+  providers: [UsersService, PasswordHasher, { provide: RoleDirectory, useExisting: UsersService }],
+  exports: [UsersService, PasswordHasher],
 })
 export class UsersModule {}

@@ -1,19 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { PasswordHasher } from '../auth/password-hasher';
 import type { AuthPrincipal } from '../auth/principal';
-import { RevocationService } from '../auth/revocation.service';
+import type { RoleDirectory } from '../auth/role-directory';
 import { isUniqueViolation } from '../common/database-errors';
-import { DomainError, DomainErrorCode } from '../common/domain-error';
+import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { CreateUserDto } from './dto/create-user.dto';
 import type { ListUsersQueryDto, UserSortKey } from './dto/list-users-query.dto';
 import type { UpdateUserDto } from './dto/update-user.dto';
 import { UserResponseDto } from './dto/user-response.dto';
+import { UsersError } from './users.errors';
 import { User, type Role } from './user.entity';
 import { UserCount } from './user-count.entity';
+import { PasswordHasher } from './password-hasher';
+import { USER_DELETING, UserDeletingEvent } from './user-events';
 
 /** Sort keys map to columns through this allow-list only. */
 const SORT_COLUMNS: Record<UserSortKey, string> = {
@@ -34,19 +37,24 @@ export interface UserCredentials {
 }
 
 @Injectable()
-export class UsersService {
+export class UsersService implements RoleDirectory {
   constructor(
     @InjectRepository(User) private readonly users: Repository<User>,
     @InjectRepository(UserCount) private readonly counts: Repository<UserCount>,
     private readonly hasher: PasswordHasher,
-    private readonly revocations: RevocationService,
+    private readonly events: EventEmitter2,
   ) {}
 
   /** The caller's user row and role; a token whose user is gone is no longer a valid caller. */
   async actor(principal: AuthPrincipal): Promise<Actor> {
     const row = await this.users.findOne({ where: { id: principal.sub }, select: { id: true, role: true } });
-    if (!row) throw new DomainError(DomainErrorCode.UnknownPrincipal, 'The user of this access token no longer exists.');
+    if (!row) throw new DomainError(UsersError.UnknownPrincipal, 'The user of this access token no longer exists.');
     return row;
+  }
+
+  async roleOf(userId: string): Promise<Role | undefined> {
+    const row = await this.users.findOne({ where: { id: userId }, select: { id: true, role: true } });
+    return row?.role;
   }
 
   /** Resolves the target user for a self-or-admin route; another user's id is "not found" for a non-admin. */
@@ -70,7 +78,7 @@ export class UsersService {
     if (principal.sub === userId) {
       // The caller's own record: one query serves both as the caller check and as the answer.
       const self = await this.users.findOne({ where: { id: userId } });
-      if (!self) throw new DomainError(DomainErrorCode.UnknownPrincipal, 'The user of this access token no longer exists.');
+      if (!self) throw new DomainError(UsersError.UnknownPrincipal, 'The user of this access token no longer exists.');
       return UserResponseDto.from(self);
     }
     await this.accessibleUserId(principal, userId);
@@ -103,7 +111,7 @@ export class UsersService {
   async update(principal: AuthPrincipal, userId: string, dto: UpdateUserDto): Promise<UserResponseDto> {
     const actor = await this.accessibleUserId(principal, userId);
     if (dto.role !== undefined && actor.role !== 'admin') {
-      throw new DomainError(DomainErrorCode.RoleChangeForbidden, 'Only an administrator may set a role.');
+      throw new DomainError(UsersError.RoleChangeForbidden, 'Only an administrator may set a role.');
     }
     const changes: Partial<User> = {
       email: dto.email,
@@ -127,7 +135,7 @@ export class UsersService {
 
   /** Deletes the user; orders, sessions, grants and refresh tokens go with it, and its access tokens stop working. */
   async delete(userId: string): Promise<void> {
-    await this.revocations.revokeUser(userId);
+    await this.events.emitAsync(USER_DELETING, new UserDeletingEvent(userId));
     const result = await this.users.delete({ id: userId });
     if (!result.affected) throw userNotFound();
   }
@@ -162,9 +170,9 @@ export class UsersService {
 }
 
 function userNotFound(): DomainError {
-  return new DomainError(DomainErrorCode.UserNotFound, 'No such user.');
+  return new DomainError(UsersError.NotFound, 'No such user.');
 }
 
 function emailTaken(): DomainError {
-  return new DomainError(DomainErrorCode.EmailTaken, 'A user with this email already exists.');
+  return new DomainError(UsersError.EmailTaken, 'A user with this email already exists.');
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService } from '../../src/auth/clients.service';
+import { ClientsService } from '../../src/oauth/clients.service';
 import { ROOT, freePort } from '../support/service-process';
 import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
 
@@ -30,7 +30,15 @@ describe('the code flow in a real browser', () => {
     });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
   afterAll(async () => {

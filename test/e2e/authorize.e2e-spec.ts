@@ -1,7 +1,7 @@
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/auth/clients.service';
-import { SCOPE_DESCRIPTIONS } from '../../src/auth/scopes';
+import type { ClientView } from '../../src/oauth/clients.service';
+import { scopeDescription } from '../../src/auth/scopes';
 import {
   Browser,
   ERROR_DESCRIPTION,
@@ -55,7 +55,13 @@ describe('GET /authorize', () => {
 
     it('answers 400 HTML when redirect_uri is not registered for the client, even if the request has other errors', async () => {
       const client = await registerClient(t);
-      for (const redirectUri of ['https://evil.example/cb', `${REDIRECT_URI}/`, `${REDIRECT_URI}?x=1`, 'https://CLIENT.example/cb', `${REDIRECT_URI}#f`]) {
+      for (const redirectUri of [
+        'https://evil.example/cb',
+        `${REDIRECT_URI}/`,
+        `${REDIRECT_URI}?x=1`,
+        'https://CLIENT.example/cb',
+        `${REDIRECT_URI}#f`,
+      ]) {
         const res = await new Browser(t).get(
           authorizePath({ response_type: 'token', client_id: client.client_id, redirect_uri: redirectUri, state: 'x' }),
         );
@@ -237,7 +243,13 @@ describe('GET /authorize', () => {
       const client = await registerClient(t, { trusted: true });
       const { browser } = await signedIn(t);
       const res = await browser.get(
-        authorizePath({ response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT_URI, state: 'xyz', scope: 'orders:read' }),
+        authorizePath({
+          response_type: 'code',
+          client_id: client.client_id,
+          redirect_uri: REDIRECT_URI,
+          state: 'xyz',
+          scope: 'orders:read',
+        }),
       );
       expect(res.status).toBe(302);
       const q = redirectParams(res);
@@ -256,7 +268,7 @@ describe('GET /authorize', () => {
       expect(a).not.toBe(b);
     });
 
-    it('grants the client\'s allowed scopes when scope is omitted', async () => {
+    it("grants the client's allowed scopes when scope is omitted", async () => {
       const client = await registerClient(t, { trusted: true, scope: 'users:read orders:read' });
       const { browser } = await signedIn(t);
       const code = await authorizeCode(browser, client, { redirect_uri: REDIRECT_URI });
@@ -310,8 +322,8 @@ describe('GET /authorize', () => {
       expect(page.text).not.toContain('orders:write');
       expect(page.text).not.toContain('users:read');
       // Each scope is explained in words, not only named.
-      expect(page.text).toContain(SCOPE_DESCRIPTIONS['orders:read']);
-      expect(page.text).toContain(SCOPE_DESCRIPTIONS['users:write']);
+      expect(page.text).toContain(scopeDescription('orders:read'));
+      expect(page.text).toContain(scopeDescription('users:write'));
       const form = parseForm(page.text);
       expect(form.method?.toLowerCase()).toBe('post');
       expect(form.action).toBe('/authorize/consent');
@@ -324,7 +336,7 @@ describe('GET /authorize', () => {
       );
     });
 
-    it('lists the client\'s allowed scopes on the consent page when scope is omitted', async () => {
+    it("lists the client's allowed scopes on the consent page when scope is omitted", async () => {
       const client = await registerClient(t, { scope: 'users:read orders:write' });
       const { browser } = await signedIn(t);
       const page = await consentPage(client, browser);
@@ -333,13 +345,13 @@ describe('GET /authorize', () => {
       expect(page.text).not.toContain('orders:read');
     });
 
-    it('sends frame-ancestors \'none\' and no-referrer with the consent page', async () => {
+    it("sends frame-ancestors 'none' and no-referrer with the consent page", async () => {
       const client = await registerClient(t);
       const { browser } = await signedIn(t);
       expectFramingAndReferrerProtection(await consentPage(client, browser));
     });
 
-    it('sends frame-ancestors \'none\' and no-referrer with the login page', async () => {
+    it("sends frame-ancestors 'none' and no-referrer with the login page", async () => {
       expectFramingAndReferrerProtection(await new Browser(t).get('/login'));
     });
 
@@ -389,7 +401,7 @@ describe('GET /authorize', () => {
       expect(parseForm(page.text).action).toBe('/authorize/consent');
     });
 
-    it('does not let one user\'s consent skip the consent page for another user', async () => {
+    it("does not let one user's consent skip the consent page for another user", async () => {
       const client = await registerClient(t);
       const first = await signedIn(t);
       await first.browser.submit(await consentPage(client, first.browser), { decision: 'allow' });

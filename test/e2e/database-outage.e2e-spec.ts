@@ -3,7 +3,7 @@ import { freePort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 import { type TestApp, createTestApp } from '../support/test-app';
 
-/** SPEC 7: a restarted database is survived without restarting the service, and nothing acknowledged is lost. */
+/** A restarted database is survived without restarting the service, and nothing acknowledged is lost. */
 describe('a PostgreSQL outage', () => {
   let pg: ThrowawayPostgres;
   let t: TestApp;

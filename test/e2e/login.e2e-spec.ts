@@ -1,6 +1,6 @@
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_COOKIE } from '../../src/auth/sessions.service';
+import { SESSION_COOKIE } from '../../src/oauth/cookies';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -142,7 +142,15 @@ describe('login session', () => {
 
     it('redirects to / when return_to points anywhere but a relative path on this server', async () => {
       const user = await t.createUser();
-      for (const returnTo of ['https://evil.example', '//evil.example', '/\\evil.example', 'javascript:alert(1)', '/%2F%2Fevil.example', '\\\\evil.example', ' //evil.example']) {
+      for (const returnTo of [
+        'https://evil.example',
+        '//evil.example',
+        '/\\evil.example',
+        'javascript:alert(1)',
+        '/%2F%2Fevil.example',
+        '\\\\evil.example',
+        ' //evil.example',
+      ]) {
         const browser = new Browser(t);
         const page = await browser.get('/login');
         const res = await browser.submit(page, { email: user.email, password: TEST_PASSWORD, return_to: returnTo });
@@ -164,7 +172,7 @@ describe('login session', () => {
       expect(res.headers.location).toBeUndefined();
     });
 
-    it('refuses a POST whose csrf token does not match the browser\'s with 403', async () => {
+    it("refuses a POST whose csrf token does not match the browser's with 403", async () => {
       const user = await t.createUser();
       const browser = new Browser(t);
       const page = await browser.get('/login');

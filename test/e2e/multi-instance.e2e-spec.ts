@@ -1,9 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SigningKeysService } from '../../src/auth/signing-keys.service';
-import { NO_RATE_LIMITS, authorizeCode, issueTokens, pkcePair, registerClient, resourceStatus, signedIn, sleep, token } from '../support/oauth';
+import { SigningKeysService } from '../../src/keys/signing-keys.service';
+import {
+  NO_RATE_LIMITS,
+  authorizeCode,
+  issueTokens,
+  pkcePair,
+  registerClient,
+  resourceStatus,
+  signedIn,
+  sleep,
+  token,
+} from '../support/oauth';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 
-/** SPEC 1: instances share only the database; codes, single use, revocation and keys hold across them. */
+/** Instances share only the database; codes, single use, revocation and keys hold across them. */
 describe('several instances on one database', () => {
   let db: TestDatabase;
   let a: TestApp;

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/auth/clients.service';
+import type { ClientView } from '../../src/oauth/clients.service';
 import { Browser, NO_RATE_LIMITS, REDIRECT_URI, freePort, registerClient, signedIn } from '../support/oauth';
 import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
 
@@ -56,7 +56,15 @@ describe('a standards-strict OAuth client (oauth4webapi)', () => {
     const { browser } = await signedIn(t);
     const { callback, verifier, state } = await authorize(browser, view);
     const params = oauth.validateAuthResponse(as, clientOf(view), callback, state);
-    const response = await oauth.authorizationCodeGrantRequest(as, clientOf(view), authOf(view, method), params, REDIRECT_URI, verifier, http);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      clientOf(view),
+      authOf(view, method),
+      params,
+      REDIRECT_URI,
+      verifier,
+      http,
+    );
     return oauth.processAuthorizationCodeResponse(as, clientOf(view), response);
   }
 
@@ -88,7 +96,14 @@ describe('a standards-strict OAuth client (oauth4webapi)', () => {
     const claims = await oauth.validateJwtAccessToken(as, resourceRequest, t.config.audience, { ...http, signingAlgorithms: ['RS256'] });
     expect(claims).toMatchObject({ iss: as.issuer, sub: user.id, client_id: view.client_id, scope: 'orders:read users:read' });
 
-    const resource = await oauth.protectedResourceRequest(tokens.access_token, 'GET', new URL('/api/resource', issuer), undefined, undefined, http);
+    const resource = await oauth.protectedResourceRequest(
+      tokens.access_token,
+      'GET',
+      new URL('/api/resource', issuer),
+      undefined,
+      undefined,
+      http,
+    );
     expect(resource.status).toBe(200);
     const body = (await resource.json()) as { data: { sub: string } };
     expect(body.data.sub).toBe(user.id);
@@ -214,15 +229,25 @@ describe('a standards-strict OAuth client (oauth4webapi)', () => {
     const view = await registerClient(t, { trusted: true });
     const tokens = await codeFlow(view);
     const introspect = async (token: string) =>
-      oauth.processIntrospectionResponse(as, clientOf(view), await oauth.introspectionRequest(as, clientOf(view), authOf(view), token, http));
+      oauth.processIntrospectionResponse(
+        as,
+        clientOf(view),
+        await oauth.introspectionRequest(as, clientOf(view), authOf(view), token, http),
+      );
     const access = await introspect(tokens.access_token);
-    expect(access).toMatchObject({ active: true, token_type: 'Bearer', client_id: view.client_id, scope: 'orders:read users:read', iss: as.issuer });
+    expect(access).toMatchObject({
+      active: true,
+      token_type: 'Bearer',
+      client_id: view.client_id,
+      scope: 'orders:read users:read',
+      iss: as.issuer,
+    });
     const refresh = await introspect(tokens.refresh_token!);
     expect(refresh).toMatchObject({ active: true, token_type: 'refresh_token', client_id: view.client_id });
     expect(await introspect('garbage')).toEqual({ active: false });
   });
 
-  it('revokes a refresh token (RFC 7009): the grant\'s tokens become inactive and stop working', async () => {
+  it("revokes a refresh token (RFC 7009): the grant's tokens become inactive and stop working", async () => {
     const view = await registerClient(t, { trusted: true });
     const tokens = await codeFlow(view);
     await expect(
@@ -230,10 +255,21 @@ describe('a standards-strict OAuth client (oauth4webapi)', () => {
     ).resolves.toBeUndefined();
 
     const introspect = async (token: string) =>
-      oauth.processIntrospectionResponse(as, clientOf(view), await oauth.introspectionRequest(as, clientOf(view), authOf(view), token, http));
+      oauth.processIntrospectionResponse(
+        as,
+        clientOf(view),
+        await oauth.introspectionRequest(as, clientOf(view), authOf(view), token, http),
+      );
     expect(await introspect(tokens.access_token)).toEqual({ active: false });
     expect(await introspect(tokens.refresh_token!)).toEqual({ active: false });
-    const resource = oauth.protectedResourceRequest(tokens.access_token, 'GET', new URL('/api/resource', issuer), undefined, undefined, http);
+    const resource = oauth.protectedResourceRequest(
+      tokens.access_token,
+      'GET',
+      new URL('/api/resource', issuer),
+      undefined,
+      undefined,
+      http,
+    );
     await expect(resource).rejects.toBeInstanceOf(oauth.WWWAuthenticateChallengeError);
     await expect(resource).rejects.toMatchObject({
       status: 401,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CONFIG_VARIABLES } from '../../src/config/app-config';
+import { configVariables } from '../../src/config/env';
 import { ROOT } from '../support/service-process';
 import { type TestApp, createTestApp, createTestDatabase } from '../support/test-app';
 
@@ -11,7 +11,9 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Every route Express has registered, as `METHOD /path/{param}`. */
 function registeredRoutes(t: TestApp): string[] {
-  const router = (t.app.getHttpAdapter().getInstance() as { router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] } }).router;
+  const router = (
+    t.app.getHttpAdapter().getInstance() as { router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] } }
+  ).router;
   const out: string[] = [];
   for (const layer of router.stack) {
     if (!layer.route) continue;
@@ -41,8 +43,13 @@ describe('operations', () => {
   it('describes every registered route in the OpenAPI document, with the bearer and OAuth 2.0 schemes', async () => {
     const res = await t.http().get('/docs/openapi.json');
     expect(res.status).toBe(200);
-    const doc = res.body as { paths: Record<string, Record<string, { security?: object[] }>>; components: { securitySchemes: Record<string, { type: string; flows?: { authorizationCode?: { scopes: object } } }> } };
-    const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
+    const doc = res.body as {
+      paths: Record<string, Record<string, { security?: object[] }>>;
+      components: { securitySchemes: Record<string, { type: string; flows?: { authorizationCode?: { scopes: object } } }> };
+    };
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)),
+    );
     const routes = registeredRoutes(t);
     expect(routes.length).toBeGreaterThan(15);
     for (const route of routes) expect(documented, route).toContain(route);
@@ -163,7 +170,7 @@ describe('containers and configuration files', () => {
     expect(app.healthcheck).toBeDefined();
     const names = Object.keys(app.environment ?? {});
     expect(names.length).toBeGreaterThan(3);
-    for (const name of names) expect(CONFIG_VARIABLES, name).toContain(name);
+    for (const name of names) expect(configVariables(), name).toContain(name);
     expect(app.environment!.DATABASE_URL).toMatch(/^postgres:\/\//);
     expect(app.environment!.REDIS_URL).toMatch(/^redis:\/\//);
     expect(Object.keys(compose.services).sort()).toEqual(['app', 'postgres', 'redis']);
@@ -175,7 +182,7 @@ describe('containers and configuration files', () => {
       .split('\n')
       .filter((l) => /^[A-Z_]+=/.test(l))
       .map((l) => l.slice(0, l.indexOf('=')));
-    expect([...names].sort()).toEqual([...CONFIG_VARIABLES].sort());
+    expect([...names].sort()).toEqual(configVariables().sort());
   });
 
   it('builds the image as a non-root user with production dependencies only', () => {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
+import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
 
@@ -87,8 +88,7 @@ async function codeFlow(baseUrl: string, demo: Demo) {
       next.access_token,
       next.refresh_token,
     ],
-    userIdFrom: async () =>
-      ((await api.clone().json()) as { data: { sub: string } }).data.sub,
+    userIdFrom: async () => ((await api.clone().json()) as { data: { sub: string } }).data.sub,
     api,
   };
 }
@@ -121,7 +121,10 @@ describe('the built service', () => {
       const afterBanner = logs.slice(logs.indexOf('\n') + 1);
       for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
 
-      const lines = afterBanner.split('\n').filter((l) => l.includes('"request completed"')).map((l) => JSON.parse(l));
+      const lines = afterBanner
+        .split('\n')
+        .filter((l) => l.includes('"request completed"'))
+        .map((l) => JSON.parse(l));
       const tokenLine = lines.find((l) => l.req.path === '/token');
       expect(tokenLine).toMatchObject({ req: { method: 'POST', path: '/token' }, route: '/token', res: { statusCode: 200 } });
       expect(typeof tokenLine.req.id).toBe('string');
@@ -289,8 +292,54 @@ describe('the built service', () => {
       ]);
       expect(pub.status).toBe(0);
       const p = JSON.parse(pub.output);
-      expect(p).toMatchObject({ public: true, trusted: false, scope: 'users:read users:write orders:read orders:write' });
+      expect(p).toMatchObject({ public: true, trusted: false });
+      expect(p.scope.split(' ').sort()).toEqual([...ALL_SCOPES].sort());
       expect(p).not.toHaveProperty('client_secret');
+    });
+
+    it("changes a client's scopes and redirect URIs, and refuses an unknown client or scope in one line", () => {
+      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', ...args]);
+      const created = cli(
+        'client:create',
+        '--name',
+        'Reporting',
+        '--redirect-uri',
+        'https://reports.example.com/cb',
+        '--scope',
+        'users:read',
+      );
+      expect(created.status).toBe(0);
+      const { client_id: clientId } = JSON.parse(created.output) as { client_id: string };
+
+      const updated = cli(
+        'client:update',
+        '--client-id',
+        clientId,
+        '--scope',
+        'users:read orders:read',
+        '--redirect-uri',
+        'https://reports.example.com/cb2',
+      );
+      expect(updated.status).toBe(0);
+      expect(JSON.parse(updated.output)).toEqual({
+        client_id: clientId,
+        name: 'Reporting',
+        redirect_uris: ['https://reports.example.com/cb2'],
+        scope: 'users:read orders:read',
+        public: false,
+        trusted: false,
+      });
+
+      for (const [args, message] of [
+        [['--client-id', 'no-such-client', '--scope', 'users:read'], 'error: no client with id "no-such-client"'],
+        [['--client-id', clientId, '--scope', 'users:read admin:everything'], 'error: --scope must be a subset of:'],
+        [['--scope', 'users:read'], "error: required option '--client-id <id>' not specified"],
+      ] as const) {
+        const refused = cli('client:update', ...args);
+        expect(refused.status).toBe(1);
+        expect(refused.output.trim().split('\n')).toHaveLength(1);
+        expect(refused.output).toContain(message);
+      }
     });
 
     it('rotates the signing key and publishes old and new keys', async () => {
@@ -310,7 +359,7 @@ describe('the built service', () => {
 
     it('refuses an unknown command', () => {
       const { status, output } = runToExit({ DATABASE_URL: db.url }, ['dist/src/cli.js', 'users:nuke']);
-      expect(status).not.toBe(0);
+      expect(status).toBe(1);
       expect(output).toContain('unknown command');
     });
   });

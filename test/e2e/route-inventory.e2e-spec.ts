@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { RequestMethod, type Type } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IS_PUBLIC_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
-import { SCOPES } from '../../src/auth/scopes';
+import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
+import { allScopes } from '../../src/auth/scopes';
+import { NoQueryParamsPipe } from '../../src/common/validation';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 interface Route {
@@ -14,9 +16,13 @@ interface Route {
   handler: string;
   isPublic: boolean;
   scopes: unknown;
+  /** How the route declares its query string: a DTO class, `@NoQueryParams()`, or not at all. */
+  query: 'dto' | 'none' | undefined;
+  anyScope: boolean;
+  roles: string[] | undefined;
 }
 
-/** SPEC 4's public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI. */
+/** The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI. */
 const PUBLIC_PATTERNS = [
   /^\/authorize(\/.*)?$/,
   /^\/token$/,
@@ -30,7 +36,7 @@ const PUBLIC_PATTERNS = [
   /^\/demo\/callback$/,
 ];
 
-/** Public routes the contract names (SPEC 3, 4 and 6), which must exist and need no token. */
+/** Public routes the contract names (authorization server, operations, docs), which must exist and need no token. */
 const REQUIRED_PUBLIC = [
   'GET /authorize',
   'POST /authorize/consent',
@@ -46,9 +52,41 @@ const REQUIRED_PUBLIC = [
   'GET /health/ready',
 ];
 
-/** The resource routes of SPEC 4 and the scope each needs (`GET /api/resource`: any valid token). */
-const RESOURCE_SCOPES: Record<string, string[]> = {
-  'GET /api/resource': [],
+/**
+ * Routes of the OAuth protocol and its HTML pages, whose query strings follow RFC 6749 (unrecognised parameters
+ * are ignored, section 3.1) instead of being declared. Every other route declares its query.
+ */
+const PROTOCOL_ROUTES = [
+  'GET /authorize',
+  'POST /authorize/consent',
+  'POST /token',
+  'POST /revoke',
+  'POST /introspect',
+  'GET /login',
+  'POST /login',
+  'POST /logout',
+  'GET /demo/callback',
+];
+
+/** The routes only an administrator may call (listing, creating and deleting users). */
+const ADMIN_ONLY = ['GET /users', 'POST /users', 'DELETE /users/:userId'];
+
+/** Reads a handler's `@Query()` parameter: a DTO class, or the pipe of `@NoQueryParams()`. */
+function queryDeclaration(controller: Type<unknown>, name: string): Route['query'] {
+  const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, name) ?? {}) as Record<string, { index: number; pipes?: unknown[] }>;
+  const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, name) ?? []) as unknown[];
+  for (const [slot, arg] of Object.entries(args)) {
+    if (Number(slot.split(':')[0]) !== RouteParamtypes.QUERY) continue;
+    if (arg.pipes?.some((pipe) => pipe instanceof NoQueryParamsPipe)) return 'none';
+    const type = types[arg.index];
+    if (typeof type === 'function' && type !== Object) return 'dto';
+  }
+  return undefined;
+}
+
+/** The resource routes and the scope each needs (`GET /api/resource`: any valid token). */
+const RESOURCE_SCOPES: Record<string, string[] | 'any valid token'> = {
+  'GET /api/resource': 'any valid token',
   'GET /users': ['users:read'],
   'GET /users/:userId': ['users:read'],
   'POST /users': ['users:write'],
@@ -99,6 +137,9 @@ function discoverRoutes(t: TestApp): Route[] {
             // Read as the global guard reads it: the handler first, then the class.
             isPublic: reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) === true,
             scopes: reflector.getAllAndOverride<unknown>(SCOPES_KEY, targets),
+            query: queryDeclaration(controller, name),
+            anyScope: reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true,
+            roles: reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
           });
         }
       }
@@ -120,7 +161,7 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
   });
   afterAll(() => t.close());
 
-  it('discovers the routes of every controller, including the resource routes of SPEC 4', () => {
+  it('discovers the routes of every controller, including the resource routes', () => {
     expect(IS_PUBLIC_KEY).toBe('auth:isPublic');
     expect(SCOPES_KEY).toBe('auth:scopes');
     const keys = routes.map(key);
@@ -133,7 +174,9 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
   });
 
   it('marks public only routes of the approved public set', () => {
-    const unapproved = routes.filter((r) => r.isPublic && !isApprovedPublicPath(r.path)).map((r) => `${key(r)} (${r.controller}.${r.handler})`);
+    const unapproved = routes
+      .filter((r) => r.isPublic && !isApprovedPublicPath(r.path))
+      .map((r) => `${key(r)} (${r.controller}.${r.handler})`);
     expect(unapproved).toEqual([]);
   });
 
@@ -142,20 +185,49 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     for (const required of REQUIRED_PUBLIC) expect(publicKeys).toContain(required);
   });
 
-  it('declares scopes (an array of known scopes, possibly empty) on every route that is not public', () => {
+  it('declares on every route that is not public either a non-empty list of known scopes or @AnyScope(), not both', () => {
     const offenders = routes
       .filter((r) => !r.isPublic)
-      .filter((r) => !Array.isArray(r.scopes) || (r.scopes as unknown[]).some((s) => !(SCOPES as readonly unknown[]).includes(s)))
+      .filter((r) =>
+        r.anyScope
+          ? r.scopes !== undefined
+          : !Array.isArray(r.scopes) ||
+            r.scopes.length === 0 ||
+            (r.scopes as unknown[]).some((s) => !(allScopes() as unknown[]).includes(s)),
+      )
       .map((r) => `${key(r)} (${r.controller}.${r.handler}): ${JSON.stringify(r.scopes)}`);
     expect(offenders).toEqual([]);
   });
 
-  it('gives each resource route of SPEC 4 exactly the scope the contract names', () => {
+  it('gives each resource route exactly the scope the contract names', () => {
     for (const [route, scopes] of Object.entries(RESOURCE_SCOPES)) {
       const found = routes.find((r) => key(r) === route);
       expect(found?.isPublic, route).toBe(false);
-      expect(found?.scopes, route).toEqual(scopes);
+      if (scopes === 'any valid token') {
+        expect(found?.anyScope, route).toBe(true);
+        expect(found?.scopes, route).toBeUndefined();
+      } else {
+        expect(found?.scopes, route).toEqual(scopes);
+      }
     }
+  });
+
+  it('declares the query string of every route outside the OAuth protocol (a DTO or @NoQueryParams())', () => {
+    const undeclared = routes
+      .filter((r) => !PROTOCOL_ROUTES.includes(key(r)) && r.query === undefined)
+      .map((r) => `${key(r)} (${r.controller}.${r.handler})`);
+    expect(undeclared).toEqual([]);
+    for (const route of PROTOCOL_ROUTES) expect(routes.map(key)).toContain(route);
+  });
+
+  it('restricts exactly the admin-only routes to administrators', () => {
+    expect(
+      routes
+        .filter((r) => r.roles !== undefined)
+        .map(key)
+        .sort(),
+    ).toEqual([...ADMIN_ONLY].sort());
+    for (const route of routes.filter((r) => r.roles !== undefined)) expect(route.roles, key(route)).toEqual(['admin']);
   });
 
   it('answers every protected route with 401 Bearer realm="api" when no token is sent', async () => {
@@ -172,7 +244,8 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     const challenged: string[] = [];
     for (const route of routes.filter((r) => r.isPublic && r.method === 'GET')) {
       const res = await t.http().get(route.path.replace(/:[A-Za-z]+/g, () => randomUUID()));
-      if (res.status === 401 || /^Bearer/i.test(String(res.headers['www-authenticate'] ?? ''))) challenged.push(`${key(route)} -> ${res.status}`);
+      if (res.status === 401 || /^Bearer/i.test(String(res.headers['www-authenticate'] ?? '')))
+        challenged.push(`${key(route)} -> ${res.status}`);
     }
     expect(challenged).toEqual([]);
   });
@@ -193,7 +266,8 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     const known = new Set(routes.map((r) => r.path));
     // Middleware bound to every route (nestjs-pino's) shows up as an all-methods catch-all layer; it only passes
     // requests on, which the 404 for an unknown path below proves.
-    const isMiddlewareCatchAll = (layer: Layer) => /^\{?\/?\*/.test(layer.route!.path) && Boolean(layer.route!.methods.get && layer.route!.methods.post && layer.route!.methods.delete);
+    const isMiddlewareCatchAll = (layer: Layer) =>
+      /^\{?\/?\*/.test(layer.route!.path) && Boolean(layer.route!.methods.get && layer.route!.methods.post && layer.route!.methods.delete);
     const outside = stack
       .filter((layer) => layer.route && !isMiddlewareCatchAll(layer))
       .map((layer) => layer.route!.path)

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/auth/clients.service';
+import type { ClientView } from '../../src/oauth/clients.service';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -155,7 +155,12 @@ describe('POST /token', () => {
 
     it('authenticates client_secret_post', async () => {
       const { client, code, verifier } = await codeWithPkce();
-      const res = await token(t, client, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, 'post');
+      const res = await token(
+        t,
+        client,
+        { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier },
+        'post',
+      );
       expect(res.status).toBe(200);
     });
 
@@ -167,12 +172,16 @@ describe('POST /token', () => {
 
     it('answers 401 invalid_client with a Basic challenge to a wrong secret sent with Basic', async () => {
       const { client, code, verifier } = await codeWithPkce();
-      const res = await token(t, { ...client, client_secret: `${client.client_secret}x` }, {
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: REDIRECT_URI,
-        code_verifier: verifier,
-      });
+      const res = await token(
+        t,
+        { ...client, client_secret: `${client.client_secret}x` },
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+        },
+      );
       expectOAuthError(res, 401, 'invalid_client');
       expect(res.headers['www-authenticate']).toMatch(/^Basic\b/);
       // The code was not touched: the real client can still redeem it.
@@ -209,7 +218,12 @@ describe('POST /token', () => {
       const client = await registerClient(t, { isPublic: true, trusted: true });
       expect(client.client_secret).toBeUndefined();
       const { code, verifier } = await codeWithPkce({ client });
-      const res = await token(t, client, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, 'none');
+      const res = await token(
+        t,
+        client,
+        { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier },
+        'none',
+      );
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: res.body.refresh_token }, 'none');
       expect(refreshed.status).toBe(200);
@@ -332,7 +346,11 @@ describe('POST /token', () => {
         const res = await t.http().post('/token').set('Authorization', header).type('form').send('grant_type=authorization_code&code=x');
         expectOAuthError(res, 401, 'invalid_client');
       }
-      const big = await t.http().post('/token').type('form').send(`grant_type=authorization_code&code=${'x'.repeat(200_000)}`);
+      const big = await t
+        .http()
+        .post('/token')
+        .type('form')
+        .send(`grant_type=authorization_code&code=${'x'.repeat(200_000)}`);
       expect(big.status).toBe(413);
       expect(big.body.error).toBe('invalid_request');
     });

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Grant } from '../../src/auth/entities/grant.entity';
-import { RefreshToken } from '../../src/auth/entities/refresh-token.entity';
-import { Session } from '../../src/auth/entities/session.entity';
+import { Grant } from '../../src/oauth/entities/grant.entity';
+import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
+import { Session } from '../../src/oauth/entities/session.entity';
 import type { Scope } from '../../src/auth/scopes';
 import { Order } from '../../src/orders/order.entity';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
@@ -51,7 +51,7 @@ function sortedIds<T extends { id: string }>(rows: T[], key: (row: T) => string 
     .map((row) => row.id);
 }
 
-describe('users API (SPEC 4, users table)', () => {
+describe('users API', () => {
   let t: TestApp;
   let admin: UserResponseDto;
   let adminToken: string;
@@ -69,7 +69,10 @@ describe('users API (SPEC 4, users table)', () => {
   }
 
   async function listTotal(query = ''): Promise<number> {
-    const res = await t.http().get(`/users?limit=1${query}`).set(...auth(adminToken));
+    const res = await t
+      .http()
+      .get(`/users?limit=1${query}`)
+      .set(...auth(adminToken));
     expect(res.status).toBe(200);
     return res.body.page.total;
   }
@@ -78,7 +81,10 @@ describe('users API (SPEC 4, users table)', () => {
   async function listAll(query: string): Promise<UserResponseDto[]> {
     const all: UserResponseDto[] = [];
     for (let offset = 0; ; offset += 100) {
-      const res = await t.http().get(`/users?limit=100&offset=${offset}${query}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users?limit=100&offset=${offset}${query}`)
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       all.push(...res.body.data);
       if (res.body.data.length < 100) return all;
@@ -88,7 +94,10 @@ describe('users API (SPEC 4, users table)', () => {
   describe('GET /users', () => {
     it('lists users for an admin as {data, page} with limit 20 and offset 0 by default', async () => {
       for (let i = 0; i < 21; i++) await t.createUser();
-      const res = await t.http().get('/users').set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get('/users')
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(Object.keys(res.body).sort()).toEqual(['data', 'page']);
@@ -104,56 +113,82 @@ describe('users API (SPEC 4, users table)', () => {
       await t.createUser();
       await t.createUser();
       const total = await listTotal();
-      const res = await t.http().get('/users?limit=2&offset=1').set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get('/users?limit=2&offset=1')
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       expect(res.body.page).toEqual({ limit: 2, offset: 1, total });
       expect(res.body.data).toHaveLength(2);
     });
 
     it('accepts limit 1 and limit 100, the bounds of the range', async () => {
-      const one = await t.http().get('/users?limit=1').set(...auth(adminToken));
+      const one = await t
+        .http()
+        .get('/users?limit=1')
+        .set(...auth(adminToken));
       expect(one.status).toBe(200);
       expect(one.body.data).toHaveLength(1);
       expect(one.body.page.limit).toBe(1);
-      const hundred = await t.http().get('/users?limit=100').set(...auth(adminToken));
+      const hundred = await t
+        .http()
+        .get('/users?limit=100')
+        .set(...auth(adminToken));
       expect(hundred.status).toBe(200);
       expect(hundred.body.page.limit).toBe(100);
     });
 
     it.each(['0', '101', '-1', '1.5', 'ten', ''])('rejects limit=%s with 400 naming limit', async (limit) => {
-      const res = await t.http().get(`/users?limit=${limit}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users?limit=${limit}`)
+        .set(...auth(adminToken));
       expectValidationProblem(res, '/users', ['limit']);
     });
 
     it.each(['-1', '1.5', 'x'])('rejects offset=%s with 400 naming offset', async (offset) => {
-      const res = await t.http().get(`/users?offset=${offset}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users?offset=${offset}`)
+        .set(...auth(adminToken));
       expectValidationProblem(res, '/users', ['offset']);
     });
 
     it('answers an offset past the end with an empty page and the true total', async () => {
       const total = await listTotal();
-      const res = await t.http().get(`/users?offset=${total + 5}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users?offset=${total + 5}`)
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: [], page: { limit: 20, offset: total + 5, total } });
     });
 
     it('answers 403 problem+json when a user (not an admin) lists users, even with users:read', async () => {
       const { token } = await userWithToken();
-      const res = await t.http().get('/users').set(...auth(token));
+      const res = await t
+        .http()
+        .get('/users')
+        .set(...auth(token));
       expectProblem(res, 403, '/users');
       expect(res.headers['www-authenticate']).toBeUndefined();
     });
 
     it('answers 403 insufficient_scope when an admin token lacks users:read', async () => {
       const token = await t.token(admin.id, ['users:write', 'orders:read', 'orders:write']);
-      const res = await t.http().get('/users').set(...auth(token));
+      const res = await t
+        .http()
+        .get('/users')
+        .set(...auth(token));
       expectProblem(res, 403, '/users');
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:read"');
     });
 
     it.each(['female', 'male', 'other'] as const)('filters by gender=%s in the list and in page.total', async (gender) => {
       const mine = await t.createUser({ gender });
-      const others = await Promise.all(['female', 'male', 'other'].filter((g) => g !== gender).map((g) => t.createUser({ gender: g as typeof gender })));
+      const others = await Promise.all(
+        ['female', 'male', 'other'].filter((g) => g !== gender).map((g) => t.createUser({ gender: g as typeof gender })),
+      );
       const listed = await listAll(`&gender=${gender}`);
       expect(listed.every((u) => u.gender === gender)).toBe(true);
       expect(listed.map((u) => u.id)).toContain(mine.id);
@@ -171,23 +206,49 @@ describe('users API (SPEC 4, users table)', () => {
     it('keeps page.total exact after a create, a gender change by PUT and a delete', async () => {
       const [all0, female0, male0] = [await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')];
       const user = await t.createUser({ gender: 'female' });
-      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([all0 + 1, female0 + 1, male0]);
+      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([
+        all0 + 1,
+        female0 + 1,
+        male0,
+      ]);
 
-      const put = await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user, { gender: 'male' }));
+      const put = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(user, { gender: 'male' }));
       expect(put.status).toBe(200);
-      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([all0 + 1, female0, male0 + 1]);
+      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([
+        all0 + 1,
+        female0,
+        male0 + 1,
+      ]);
 
-      const same = await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user, { gender: 'male', age: 31 }));
+      const same = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(user, { gender: 'male', age: 31 }));
       expect(same.status).toBe(200);
-      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([all0 + 1, female0, male0 + 1]);
+      expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([
+        all0 + 1,
+        female0,
+        male0 + 1,
+      ]);
 
-      const del = await t.http().delete(`/users/${user.id}`).set(...auth(adminToken));
+      const del = await t
+        .http()
+        .delete(`/users/${user.id}`)
+        .set(...auth(adminToken));
       expect(del.status).toBe(204);
       expect([await listTotal(), await listTotal('&gender=female'), await listTotal('&gender=male')]).toEqual([all0, female0, male0]);
     });
 
     it('answers 400 for a sort key that is not on the allow-list', async () => {
-      const res = await t.http().get('/users?sort=password_hash').set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get('/users?sort=password_hash')
+        .set(...auth(adminToken));
       expectValidationProblem(res, '/users', ['sort']);
     });
   });
@@ -195,7 +256,10 @@ describe('users API (SPEC 4, users table)', () => {
   describe('GET /users/{userId}', () => {
     it('returns the caller its own record', async () => {
       const { user, token } = await userWithToken(['users:read']);
-      const res = await t.http().get(`/users/${user.id}`).set(...auth(token));
+      const res = await t
+        .http()
+        .get(`/users/${user.id}`)
+        .set(...auth(token));
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expectUserShape(res.body);
@@ -205,36 +269,58 @@ describe('users API (SPEC 4, users table)', () => {
     it("answers 404 for another user's record, exactly as for an id that does not exist", async () => {
       const { token } = await userWithToken(['users:read']);
       const other = await t.createUser();
-      const foreign = await t.http().get(`/users/${other.id}`).set(...auth(token));
+      const foreign = await t
+        .http()
+        .get(`/users/${other.id}`)
+        .set(...auth(token));
       expectProblem(foreign, 404, `/users/${other.id}`);
       const missingId = randomUUID();
-      const missing = await t.http().get(`/users/${missingId}`).set(...auth(token));
+      const missing = await t
+        .http()
+        .get(`/users/${missingId}`)
+        .set(...auth(token));
       expectProblem(missing, 404, `/users/${missingId}`);
       expect({ ...foreign.body, instance: undefined }).toEqual({ ...missing.body, instance: undefined });
     });
 
     it('lets an admin read any user', async () => {
       const other = await t.createUser({ gender: 'male', age: 77, name: 'Someone Else' });
-      const res = await t.http().get(`/users/${other.id}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users/${other.id}`)
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ ...other });
     });
 
     it('answers 404 to an admin for a user that does not exist', async () => {
       const id = randomUUID();
-      expectProblem(await t.http().get(`/users/${id}`).set(...auth(adminToken)), 404, `/users/${id}`);
+      expectProblem(
+        await t
+          .http()
+          .get(`/users/${id}`)
+          .set(...auth(adminToken)),
+        404,
+        `/users/${id}`,
+      );
     });
 
     it('matches the user id case-insensitively, as UUIDs are', async () => {
       const { user, token } = await userWithToken(['users:read']);
-      const res = await t.http().get(`/users/${user.id.toUpperCase()}`).set(...auth(token));
+      const res = await t
+        .http()
+        .get(`/users/${user.id.toUpperCase()}`)
+        .set(...auth(token));
       expect(res.status).toBe(200);
       expect(res.body.id).toBe(user.id);
     });
 
     it('needs users:read (403 insufficient_scope)', async () => {
       const { user, token } = await userWithToken(['users:write', 'orders:read', 'orders:write']);
-      const res = await t.http().get(`/users/${user.id}`).set(...auth(token));
+      const res = await t
+        .http()
+        .get(`/users/${user.id}`)
+        .set(...auth(token));
       expectProblem(res, 403, `/users/${user.id}`);
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:read"');
     });
@@ -243,7 +329,11 @@ describe('users API (SPEC 4, users table)', () => {
   describe('POST /users', () => {
     it('creates a user: 201, Location /users/{id}, the user without password, role user by default', async () => {
       const body = newUserBody({ name: 'Grace Hopper', gender: 'female', age: 85 });
-      const res = await t.http().post('/users').set(...auth(adminToken)).send(body);
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(adminToken))
+        .send(body);
       expect(res.status).toBe(201);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expectUserShape(res.body);
@@ -251,23 +341,37 @@ describe('users API (SPEC 4, users table)', () => {
       expect(res.body.createdAt).toBe(res.body.updatedAt);
       expect(res.headers.location).toBe(`/users/${res.body.id}`);
 
-      const fetched = await t.http().get(res.headers.location).set(...auth(adminToken));
+      const fetched = await t
+        .http()
+        .get(res.headers.location)
+        .set(...auth(adminToken));
       expect(fetched.status).toBe(200);
       expect(fetched.body).toEqual(res.body);
       expect(await loginStatus(t, body.email, body.password)).toBe(303);
     });
 
     it('lets an admin create another admin, who may then list users', async () => {
-      const res = await t.http().post('/users').set(...auth(adminToken)).send(newUserBody({ role: 'admin' }));
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(adminToken))
+        .send(newUserBody({ role: 'admin' }));
       expect(res.status).toBe(201);
       expect(res.body.role).toBe('admin');
-      const list = await t.http().get('/users').set(...auth(await t.token(res.body.id)));
+      const list = await t
+        .http()
+        .get('/users')
+        .set(...auth(await t.token(res.body.id)));
       expect(list.status).toBe(200);
     });
 
     it('answers 409 for an email that is taken', async () => {
       const existing = await t.createUser();
-      const res = await t.http().post('/users').set(...auth(adminToken)).send(newUserBody({ email: existing.email }));
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(adminToken))
+        .send(newUserBody({ email: existing.email }));
       expectProblem(res, 409, '/users');
     });
 
@@ -275,7 +379,11 @@ describe('users API (SPEC 4, users table)', () => {
       const email = uniqueEmail('Case');
       await t.createUser({ email });
       for (const variant of [email.toUpperCase(), email.toLowerCase()]) {
-        const res = await t.http().post('/users').set(...auth(adminToken)).send(newUserBody({ email: variant }));
+        const res = await t
+          .http()
+          .post('/users')
+          .set(...auth(adminToken))
+          .send(newUserBody({ email: variant }));
         expectProblem(res, 409, '/users');
       }
       const listed = (await listAll('')).filter((u) => u.email.toLowerCase() === email.toLowerCase());
@@ -285,20 +393,32 @@ describe('users API (SPEC 4, users table)', () => {
     it('answers 403 problem+json when a user (not an admin) creates a user, and creates nothing', async () => {
       const { token } = await userWithToken();
       const body = newUserBody();
-      const res = await t.http().post('/users').set(...auth(token)).send(body);
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(token))
+        .send(body);
       expectProblem(res, 403, '/users');
       expect((await listAll('')).map((u) => u.email)).not.toContain(body.email);
     });
 
     it('answers 403 to a user who sends role when creating a user', async () => {
       const { token } = await userWithToken();
-      const res = await t.http().post('/users').set(...auth(token)).send(newUserBody({ role: 'admin' }));
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(token))
+        .send(newUserBody({ role: 'admin' }));
       expectProblem(res, 403, '/users');
     });
 
     it('needs users:write (403 insufficient_scope)', async () => {
       const token = await t.token(admin.id, ['users:read']);
-      const res = await t.http().post('/users').set(...auth(token)).send(newUserBody());
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...auth(token))
+        .send(newUserBody());
       expectProblem(res, 403, '/users');
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
     });
@@ -308,18 +428,37 @@ describe('users API (SPEC 4, users table)', () => {
     it('lets a user replace its own profile', async () => {
       const { user, token } = await userWithToken();
       const email = uniqueEmail('renamed');
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send({ email, name: 'Renamed', gender: 'other', age: 0 });
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send({ email, name: 'Renamed', gender: 'other', age: 0 });
       expect(res.status).toBe(200);
       expectUserShape(res.body);
-      expect(res.body).toMatchObject({ id: user.id, email, name: 'Renamed', gender: 'other', age: 0, role: 'user', createdAt: user.createdAt });
+      expect(res.body).toMatchObject({
+        id: user.id,
+        email,
+        name: 'Renamed',
+        gender: 'other',
+        age: 0,
+        role: 'user',
+        createdAt: user.createdAt,
+      });
       expect(Date.parse(res.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(user.updatedAt));
-      const fetched = await t.http().get(`/users/${user.id}`).set(...auth(token));
+      const fetched = await t
+        .http()
+        .get(`/users/${user.id}`)
+        .set(...auth(token));
       expect(fetched.body).toEqual(res.body);
     });
 
     it('lets an admin update any user', async () => {
       const user = await t.createUser();
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user, { name: 'Set By Admin', age: 150 }));
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(user, { name: 'Set By Admin', age: 150 }));
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ id: user.id, name: 'Set By Admin', age: 150, role: 'user' });
     });
@@ -327,42 +466,93 @@ describe('users API (SPEC 4, users table)', () => {
     it("answers 404 when a user updates another user's record, and changes nothing", async () => {
       const { token } = await userWithToken();
       const other = await t.createUser();
-      const res = await t.http().put(`/users/${other.id}`).set(...auth(token)).send(profileOf(other, { name: 'Hijacked' }));
+      const res = await t
+        .http()
+        .put(`/users/${other.id}`)
+        .set(...auth(token))
+        .send(profileOf(other, { name: 'Hijacked' }));
       expectProblem(res, 404, `/users/${other.id}`);
-      const after = await t.http().get(`/users/${other.id}`).set(...auth(adminToken));
+      const after = await t
+        .http()
+        .get(`/users/${other.id}`)
+        .set(...auth(adminToken));
       expect(after.body).toEqual({ ...other });
     });
 
     it('answers 404 to an admin updating a user that does not exist', async () => {
       const id = randomUUID();
-      const res = await t.http().put(`/users/${id}`).set(...auth(adminToken)).send(newUserBody({ password: undefined }));
+      const res = await t
+        .http()
+        .put(`/users/${id}`)
+        .set(...auth(adminToken))
+        .send(newUserBody({ password: undefined }));
       expectProblem(res, 404, `/users/${id}`);
     });
 
     it.each(['admin', 'user'])('answers 403 problem+json when a user sends role=%s, and changes nothing', async (role) => {
       const { user, token } = await userWithToken();
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user, { name: 'Changed', role }));
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send(profileOf(user, { name: 'Changed', role }));
       expectProblem(res, 403, `/users/${user.id}`);
-      const after = await t.http().get(`/users/${user.id}`).set(...auth(token));
+      const after = await t
+        .http()
+        .get(`/users/${user.id}`)
+        .set(...auth(token));
       expect(after.body).toEqual({ ...user });
     });
 
     it('lets an admin set a role, which then takes effect', async () => {
       const { user, token } = await userWithToken();
-      expect((await t.http().get('/users').set(...auth(token))).status).toBe(403);
-      const promote = await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user, { role: 'admin' }));
+      expect(
+        (
+          await t
+            .http()
+            .get('/users')
+            .set(...auth(token))
+        ).status,
+      ).toBe(403);
+      const promote = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(user, { role: 'admin' }));
       expect(promote.status).toBe(200);
       expect(promote.body.role).toBe('admin');
-      expect((await t.http().get('/users').set(...auth(token))).status).toBe(200);
-      const demote = await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user, { role: 'user' }));
+      expect(
+        (
+          await t
+            .http()
+            .get('/users')
+            .set(...auth(token))
+        ).status,
+      ).toBe(200);
+      const demote = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(user, { role: 'user' }));
       expect(demote.status).toBe(200);
       expect(demote.body.role).toBe('user');
-      expect((await t.http().get('/users').set(...auth(token))).status).toBe(403);
+      expect(
+        (
+          await t
+            .http()
+            .get('/users')
+            .set(...auth(token))
+        ).status,
+      ).toBe(403);
     });
 
     it('keeps the role when an admin updates a profile without role', async () => {
       const other = await t.createUser({ role: 'admin' });
-      const res = await t.http().put(`/users/${other.id}`).set(...auth(adminToken)).send(profileOf(other, { name: 'Still Admin' }));
+      const res = await t
+        .http()
+        .put(`/users/${other.id}`)
+        .set(...auth(adminToken))
+        .send(profileOf(other, { name: 'Still Admin' }));
       expect(res.status).toBe(200);
       expect(res.body.role).toBe('admin');
     });
@@ -371,27 +561,46 @@ describe('users API (SPEC 4, users table)', () => {
       const { user, token } = await userWithToken();
       const other = await t.createUser();
       for (const email of [other.email, other.email.toUpperCase()]) {
-        const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user, { email, name: 'Changed' }));
+        const res = await t
+          .http()
+          .put(`/users/${user.id}`)
+          .set(...auth(token))
+          .send(profileOf(user, { email, name: 'Changed' }));
         expectProblem(res, 409, `/users/${user.id}`);
       }
-      const after = await t.http().get(`/users/${user.id}`).set(...auth(token));
+      const after = await t
+        .http()
+        .get(`/users/${user.id}`)
+        .set(...auth(token));
       expect(after.body).toEqual({ ...user });
     });
 
     it('lets a user keep its own email in another letter case (no conflict with itself)', async () => {
       const { user, token } = await userWithToken();
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user, { email: user.email.toUpperCase() }));
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send(profileOf(user, { email: user.email.toUpperCase() }));
       expect(res.status).toBe(200);
     });
 
     it('changes the password when one is sent, and only then', async () => {
       const { user, token } = await userWithToken();
-      const unchanged = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user, { name: 'No Password Change' }));
+      const unchanged = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send(profileOf(user, { name: 'No Password Change' }));
       expect(unchanged.status).toBe(200);
       expect(await loginStatus(t, user.email, TEST_PASSWORD)).toBe(303);
 
       const newPassword = 'another long enough password';
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user, { password: newPassword }));
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send(profileOf(user, { password: newPassword }));
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(USER_KEYS);
       expect(await loginStatus(t, user.email, newPassword)).toBe(303);
@@ -400,13 +609,21 @@ describe('users API (SPEC 4, users table)', () => {
 
     it('replaces the whole profile: a body without a required field is 400 naming it', async () => {
       const { user, token } = await userWithToken();
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send({ email: user.email, name: user.name, gender: user.gender });
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send({ email: user.email, name: user.name, gender: user.gender });
       expectValidationProblem(res, `/users/${user.id}`, ['age']);
     });
 
     it('needs users:write (403 insufficient_scope)', async () => {
       const { user, token } = await userWithToken(['users:read']);
-      const res = await t.http().put(`/users/${user.id}`).set(...auth(token)).send(profileOf(user));
+      const res = await t
+        .http()
+        .put(`/users/${user.id}`)
+        .set(...auth(token))
+        .send(profileOf(user));
       expectProblem(res, 403, `/users/${user.id}`);
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
     });
@@ -415,28 +632,84 @@ describe('users API (SPEC 4, users table)', () => {
   describe('DELETE /users/{userId}', () => {
     it('lets an admin delete a user: 204 with no body, then the user is 404', async () => {
       const user = await t.createUser();
-      const res = await t.http().delete(`/users/${user.id}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .delete(`/users/${user.id}`)
+        .set(...auth(adminToken));
       expect(res.status).toBe(204);
       expect(res.text).toBe('');
-      expectProblem(await t.http().get(`/users/${user.id}`).set(...auth(adminToken)), 404, `/users/${user.id}`);
-      expectProblem(await t.http().put(`/users/${user.id}`).set(...auth(adminToken)).send(profileOf(user)), 404, `/users/${user.id}`);
-      expectProblem(await t.http().delete(`/users/${user.id}`).set(...auth(adminToken)), 404, `/users/${user.id}`);
+      expectProblem(
+        await t
+          .http()
+          .get(`/users/${user.id}`)
+          .set(...auth(adminToken)),
+        404,
+        `/users/${user.id}`,
+      );
+      expectProblem(
+        await t
+          .http()
+          .put(`/users/${user.id}`)
+          .set(...auth(adminToken))
+          .send(profileOf(user)),
+        404,
+        `/users/${user.id}`,
+      );
+      expectProblem(
+        await t
+          .http()
+          .delete(`/users/${user.id}`)
+          .set(...auth(adminToken)),
+        404,
+        `/users/${user.id}`,
+      );
       expect((await listAll('')).map((u) => u.id)).not.toContain(user.id);
     });
 
     it('answers 403 problem+json when a user deletes itself or another user, and deletes nothing', async () => {
       const { user, token } = await userWithToken();
       const other = await t.createUser();
-      expectProblem(await t.http().delete(`/users/${user.id}`).set(...auth(token)), 403, `/users/${user.id}`);
-      expectProblem(await t.http().delete(`/users/${other.id}`).set(...auth(token)), 403, `/users/${other.id}`);
-      expect((await t.http().get(`/users/${user.id}`).set(...auth(adminToken))).status).toBe(200);
-      expect((await t.http().get(`/users/${other.id}`).set(...auth(adminToken))).status).toBe(200);
+      expectProblem(
+        await t
+          .http()
+          .delete(`/users/${user.id}`)
+          .set(...auth(token)),
+        403,
+        `/users/${user.id}`,
+      );
+      expectProblem(
+        await t
+          .http()
+          .delete(`/users/${other.id}`)
+          .set(...auth(token)),
+        403,
+        `/users/${other.id}`,
+      );
+      expect(
+        (
+          await t
+            .http()
+            .get(`/users/${user.id}`)
+            .set(...auth(adminToken))
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await t
+            .http()
+            .get(`/users/${other.id}`)
+            .set(...auth(adminToken))
+        ).status,
+      ).toBe(200);
     });
 
     it('needs users:write (403 insufficient_scope)', async () => {
       const user = await t.createUser();
       const token = await t.token(admin.id, ['users:read']);
-      const res = await t.http().delete(`/users/${user.id}`).set(...auth(token));
+      const res = await t
+        .http()
+        .delete(`/users/${user.id}`)
+        .set(...auth(token));
       expectProblem(res, 403, `/users/${user.id}`);
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
     });
@@ -444,7 +717,11 @@ describe('users API (SPEC 4, users table)', () => {
     it("deletes the user's orders, sessions, grants and refresh tokens", async () => {
       const { user, token } = await userWithToken();
       for (const item of ['first', 'second']) {
-        const order = await t.http().post(`/users/${user.id}/orders`).set(...auth(token)).send({ item, quantity: 1, unitPriceCents: 100, currency: 'EUR' });
+        const order = await t
+          .http()
+          .post(`/users/${user.id}/orders`)
+          .set(...auth(token))
+          .send({ item, quantity: 1, unitPriceCents: 100, currency: 'EUR' });
         expect(order.status).toBe(201);
       }
       await codeFlowTokens(t, user.id);
@@ -454,16 +731,44 @@ describe('users API (SPEC 4, users table)', () => {
         Promise.all([Order, Session, Grant, RefreshToken].map((entity) => db.getRepository(entity).count({ where: { userId: user.id } })));
       expect(await counts()).toEqual([2, 1, 1, 1]);
 
-      expect((await t.http().delete(`/users/${user.id}`).set(...auth(adminToken))).status).toBe(204);
+      expect(
+        (
+          await t
+            .http()
+            .delete(`/users/${user.id}`)
+            .set(...auth(adminToken))
+        ).status,
+      ).toBe(204);
       expect(await counts()).toEqual([0, 0, 0, 0]);
-      expectProblem(await t.http().get(`/users/${user.id}/orders`).set(...auth(adminToken)), 404, `/users/${user.id}/orders`);
+      expectProblem(
+        await t
+          .http()
+          .get(`/users/${user.id}/orders`)
+          .set(...auth(adminToken)),
+        404,
+        `/users/${user.id}/orders`,
+      );
     });
 
     it("makes the deleted user's access tokens answer 401 invalid_token", async () => {
       const { user, token } = await userWithToken();
       const issued = await codeFlowTokens(t, user.id);
-      expect((await t.http().get('/api/resource').set(...auth(issued.accessToken))).status).toBe(200);
-      expect((await t.http().delete(`/users/${user.id}`).set(...auth(adminToken))).status).toBe(204);
+      expect(
+        (
+          await t
+            .http()
+            .get('/api/resource')
+            .set(...auth(issued.accessToken))
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await t
+            .http()
+            .delete(`/users/${user.id}`)
+            .set(...auth(adminToken))
+        ).status,
+      ).toBe(204);
 
       for (const [path, bearer] of [
         [`/users/${user.id}`, token],
@@ -471,7 +776,10 @@ describe('users API (SPEC 4, users table)', () => {
         [`/users/${user.id}`, issued.accessToken],
         ['/api/resource', issued.accessToken],
       ]) {
-        const res = await t.http().get(path).set(...auth(bearer));
+        const res = await t
+          .http()
+          .get(path)
+          .set(...auth(bearer));
         expectProblem(res, 401, path);
         expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       }
@@ -480,15 +788,29 @@ describe('users API (SPEC 4, users table)', () => {
 
   it('never returns the password or its hash', async () => {
     const password = 'a secret that must not leak';
-    const created = await t.http().post('/users').set(...auth(adminToken)).send(newUserBody({ password }));
+    const created = await t
+      .http()
+      .post('/users')
+      .set(...auth(adminToken))
+      .send(newUserBody({ password }));
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     const newPassword = 'another secret that must not leak';
     const responses = [
       created,
-      await t.http().get(`/users/${id}`).set(...auth(adminToken)),
-      await t.http().put(`/users/${id}`).set(...auth(adminToken)).send({ ...profileOf(created.body), password: newPassword }),
-      await t.http().get(`/users?limit=100&offset=0`).set(...auth(adminToken)),
+      await t
+        .http()
+        .get(`/users/${id}`)
+        .set(...auth(adminToken)),
+      await t
+        .http()
+        .put(`/users/${id}`)
+        .set(...auth(adminToken))
+        .send({ ...profileOf(created.body), password: newPassword }),
+      await t
+        .http()
+        .get(`/users?limit=100&offset=0`)
+        .set(...auth(adminToken)),
     ];
     for (const res of responses) {
       expect(res.status).toBeLessThan(300);
@@ -499,7 +821,7 @@ describe('users API (SPEC 4, users table)', () => {
   });
 });
 
-describe('users API: sorting (SPEC 4, "ties are broken by id")', () => {
+describe('users API: sorting (ties are broken by id)', () => {
   let t: TestApp;
   let adminToken: string;
   let everyone: UserResponseDto[];
@@ -534,7 +856,10 @@ describe('users API: sorting (SPEC 4, "ties are broken by id")', () => {
   for (const sort of Object.keys(keys)) {
     for (const order of ['asc', 'desc'] as const) {
       it(`sorts by ${sort} ${order}, ties broken by id ${order}`, async () => {
-        const res = await t.http().get(`/users?sort=${sort}&order=${order}&limit=100`).set(...auth(adminToken));
+        const res = await t
+          .http()
+          .get(`/users?sort=${sort}&order=${order}&limit=100`)
+          .set(...auth(adminToken));
         expect(res.status).toBe(200);
         expect(res.body.data.map((u: UserResponseDto) => u.id)).toEqual(sortedIds(everyone, keys[sort], order));
         expect(res.body.page).toEqual({ limit: 100, offset: 0, total: everyone.length });
@@ -543,13 +868,19 @@ describe('users API: sorting (SPEC 4, "ties are broken by id")', () => {
   }
 
   it('sorts ascending when order is not given', async () => {
-    const res = await t.http().get('/users?sort=age&limit=100').set(...auth(adminToken));
+    const res = await t
+      .http()
+      .get('/users?sort=age&limit=100')
+      .set(...auth(adminToken));
     expect(res.status).toBe(200);
     expect(res.body.data.map((u: UserResponseDto) => u.id)).toEqual(sortedIds(everyone, keys.age, 'asc'));
   });
 
   it('combines the gender filter with a sort', async () => {
-    const res = await t.http().get('/users?gender=male&sort=age&order=desc').set(...auth(adminToken));
+    const res = await t
+      .http()
+      .get('/users?gender=male&sort=age&order=desc')
+      .set(...auth(adminToken));
     expect(res.status).toBe(200);
     const males = everyone.filter((u) => u.gender === 'male');
     expect(res.body.data.map((u: UserResponseDto) => u.id)).toEqual(sortedIds(males, keys.age, 'desc'));
@@ -557,12 +888,18 @@ describe('users API: sorting (SPEC 4, "ties are broken by id")', () => {
   });
 
   it.each(['AGE', 'id', 'password', 'gender', 'updatedAt', 'created_at'])('rejects sort=%s with 400', async (sort) => {
-    const res = await t.http().get(`/users?sort=${sort}`).set(...auth(adminToken));
+    const res = await t
+      .http()
+      .get(`/users?sort=${sort}`)
+      .set(...auth(adminToken));
     expectValidationProblem(res, '/users', ['sort']);
   });
 
   it.each(['ASC', 'descending', '1'])('rejects order=%s with 400', async (order) => {
-    const res = await t.http().get(`/users?order=${order}`).set(...auth(adminToken));
+    const res = await t
+      .http()
+      .get(`/users?order=${order}`)
+      .set(...auth(adminToken));
     expectValidationProblem(res, '/users', ['order']);
   });
 });
@@ -588,7 +925,10 @@ describe('users API: pagination over equal sort keys', () => {
     const totals: number[] = [];
     const sizes: number[] = [];
     for (let offset = 0; offset < 1000; offset += limit) {
-      const res = await t.http().get(`/users?limit=${limit}&offset=${offset}${query}`).set(...auth(adminToken));
+      const res = await t
+        .http()
+        .get(`/users?limit=${limit}&offset=${offset}${query}`)
+        .set(...auth(adminToken));
       expect(res.status).toBe(200);
       expect(res.body.page.limit).toBe(limit);
       expect(res.body.page.offset).toBe(offset);
@@ -624,10 +964,13 @@ describe('users API: pagination over equal sort keys', () => {
     expect([...ids].sort()).toEqual(everyone.map((u) => u.id).sort());
   });
 
-  it.each(['female', 'male', 'other'])('walks gender=%s with limit 4: exactly the users of that gender, page.total their number', async (gender) => {
-    const expected = everyone.filter((u) => u.gender === gender);
-    const { ids, totals } = await walk(`&gender=${gender}&sort=age&order=desc`, 4);
-    expect(ids).toEqual(sortedIds(expected, () => 0, 'desc'));
-    expect(new Set(totals)).toEqual(new Set([expected.length]));
-  });
+  it.each(['female', 'male', 'other'])(
+    'walks gender=%s with limit 4: exactly the users of that gender, page.total their number',
+    async (gender) => {
+      const expected = everyone.filter((u) => u.gender === gender);
+      const { ids, totals } = await walk(`&gender=${gender}&sort=age&order=desc`, 4);
+      expect(ids).toEqual(sortedIds(expected, () => 0, 'desc'));
+      expect(new Set(totals)).toEqual(new Set([expected.length]));
+    },
+  );
 });

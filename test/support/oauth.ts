@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { SignJWT, decodeJwt } from 'jose';
 import type { Response } from 'supertest';
 import { expect } from 'vitest';
-import { type ClientView, type CreateClientInput, ClientsService } from '../../src/auth/clients.service';
-import { SigningKeysService } from '../../src/auth/signing-keys.service';
+import { type ClientView, type CreateClientInput, ClientsService } from '../../src/oauth/clients.service';
+import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { TEST_PASSWORD, type TestApp } from './test-app';
 
 export const REDIRECT_URI = 'https://client.example/cb';

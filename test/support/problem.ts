@@ -6,7 +6,7 @@ export const PROBLEM_CONTENT_TYPE = /^application\/problem\+json(;|$)/;
 const PROBLEM_KEYS = ['detail', 'instance', 'status', 'title', 'type'];
 
 /**
- * Asserts an RFC 9457 answer as SPEC 5 defines it: the status, `Content-Type: application/problem+json`, an
+ * Asserts an RFC 9457 answer as this service gives it: the status, `Content-Type: application/problem+json`, an
  * `X-Request-Id`, and a body of exactly type/title/status/detail/instance (plus `errors` for validation errors).
  * `instance` is the request path without its query string.
  */

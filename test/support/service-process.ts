@@ -57,7 +57,10 @@ export async function startService(env: Record<string, string>): Promise<Running
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     if (Date.now() > deadline) throw new Error(`service did not start:\n${out}`);
-    const up = await fetch(`${baseUrl}/health/live`).then((r) => r.ok, () => false);
+    const up = await fetch(`${baseUrl}/health/live`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     await new Promise((r) => setTimeout(r, 100));
   }

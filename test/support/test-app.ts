@@ -9,15 +9,17 @@ import { Client } from 'pg';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { AppModule } from '../../src/app.module';
-import { AccessTokenService } from '../../src/auth/access-token.service';
-import type { Scope } from '../../src/auth/scopes';
+import { TokenIssuer } from '../../src/oauth/token-issuer.service';
+import { type Scope, allScopes } from '../../src/auth/scopes';
 import { AppConfig } from '../../src/config/app-config';
+import { ENV } from '../../src/config/env';
 import { configureApp } from '../../src/configure-app';
 import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { UsersService } from '../../src/users/users.service';
 
-export const ALL_SCOPES: Scope[] = ['users:read', 'users:write', 'orders:read', 'orders:write'];
+/** Every scope the application's modules define (read from the registry, never spelled out here). */
+export const ALL_SCOPES: Scope[] = allScopes();
 export const TEST_PASSWORD = 'correct horse battery staple';
 
 /** A database of its own for one suite: a temp SQLite file, or a fresh PostgreSQL database when TEST_DATABASE_URL is set. */
@@ -78,15 +80,15 @@ export async function createTestApp(
   options: TestAppOptions = {},
 ): Promise<TestApp> {
   const db = existingDb ?? (await createTestDatabase());
-  const config = AppConfig.fromEnv({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url });
   const moduleRef = await Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] })
-    .overrideProvider(AppConfig)
-    .useValue(config)
+    .overrideProvider(ENV)
+    .useValue({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url })
     .compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error', 'warn'] });
   configureApp(app);
   await app.init();
-  const tokens = app.get(AccessTokenService);
+  const config = app.get(AppConfig);
+  const tokens = app.get(TokenIssuer);
   const users = app.get(UsersService);
   let counter = 0;
   return {
@@ -108,7 +110,7 @@ export async function createTestApp(
     },
     async token(sub, scopes = ALL_SCOPES, clientId = 'test-client') {
       const scope = typeof scopes === 'string' ? scopes : scopes.join(' ');
-      return (await tokens.mint({ sub, clientId, scope, grantId: randomUUID() })).token;
+      return tokens.mintAccessToken({ sub, clientId, scope, grantId: randomUUID() }).token;
     },
     async close() {
       await app.close();

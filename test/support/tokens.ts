@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type JWK, type JWTPayload, SignJWT, generateKeyPair } from 'jose';
-import { ClientsService } from '../../src/auth/clients.service';
-import { GrantsService } from '../../src/auth/grants.service';
-import { SigningKeysService } from '../../src/auth/signing-keys.service';
+import { ClientsService } from '../../src/oauth/clients.service';
+import { CodeGrantService } from '../../src/oauth/code-grant.service';
+import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { ALL_SCOPES, type TestApp } from './test-app';
 
 /** Rate limits out of the way, for suites that sign in or redeem codes as set-up rather than as the subject. */
@@ -61,9 +61,7 @@ export async function signWithServiceKey(
   const key = t.app.get(SigningKeysService).activeKey();
   const protectedHeader: Record<string, unknown> = { alg: 'RS256', typ: 'at+jwt', kid: key.kid, ...header };
   for (const name of Object.keys(protectedHeader)) if (protectedHeader[name] === undefined) delete protectedHeader[name];
-  return new SignJWT(claims)
-    .setProtectedHeader(protectedHeader as { alg: string })
-    .sign(key.privateKey);
+  return new SignJWT(claims).setProtectedHeader(protectedHeader as { alg: string }).sign(key.privateKey);
 }
 
 /** Signs genuine-looking claims with a freshly generated RSA key the service has never seen. */
@@ -80,7 +78,7 @@ export interface IssuedTokens {
 }
 
 /**
- * Tokens issued the way a real client gets them: a grant and code issued by the service's GrantsService, redeemed
+ * Tokens issued the way a real client gets them: a grant and code issued by the service's CodeGrantService, redeemed
  * at `POST /token` with client_secret_basic. Unlike {@link TestApp.token}, the grant exists in the database, so
  * deleting the user or revoking the grant applies to these tokens.
  */
@@ -89,7 +87,7 @@ export async function codeFlowTokens(t: TestApp, userId: string, scope = ALL_SCO
   const view = await clients.create({ name: 'e2e client', redirectUris: ['https://client.example/cb'] });
   const client = await clients.find(view.client_id);
   if (!client || !view.client_secret) throw new Error('client was not created');
-  const code = await t.app.get(GrantsService).issueCode({ client, userId, scope, redirectUri: null, codeChallenge: null });
+  const code = await t.app.get(CodeGrantService).issueCode({ client, userId, scope, redirectUri: null, codeChallenge: null });
   const res = await t
     .http()
     .post('/token')

@@ -1,11 +1,18 @@
 import { Global, Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { AppConfig } from '../../config/app-config';
+import { AppConfigModule } from '../../config/config.module';
 import { RateLimitGuard, rateLimitOptions } from './rate-limit';
+import { RateLimitConfig } from './rate-limit.config';
 
 @Global()
 @Module({
-  imports: [ThrottlerModule.forRootAsync({ inject: [AppConfig], useFactory: rateLimitOptions })],
+  imports: [
+    ThrottlerModule.forRootAsync({
+      imports: [AppConfigModule.forFeature(RateLimitConfig)],
+      inject: [RateLimitConfig],
+      useFactory: rateLimitOptions,
+    }),
+  ],
   providers: [RateLimitGuard],
   exports: [ThrottlerModule, RateLimitGuard],
 })

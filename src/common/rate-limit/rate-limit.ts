@@ -2,7 +2,7 @@ import { type ExecutionContext, Injectable, SetMetadata, UseGuards, applyDecorat
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { parseBasicCredentials } from '../basic-credentials';
-import type { AppConfig } from '../../config/app-config';
+import type { RateLimitConfig } from './rate-limit.config';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
 export type RateLimitBucket = 'login' | 'token';
@@ -23,7 +23,7 @@ function clientOf(req: Request): string {
 }
 
 /** POST /login: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
-export function rateLimitOptions(config: AppConfig): ThrottlerModuleOptions {
+export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOptions {
   return {
     setHeaders: false,
     storage: config.redisUrl ? new RedisThrottlerStorage(config.redisUrl) : undefined,

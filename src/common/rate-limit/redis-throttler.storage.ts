@@ -22,7 +22,10 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   private readonly logger = new Logger(RedisThrottlerStorage.name);
   readonly redis: Redis;
 
-  constructor(url: string, private readonly prefix = 'rl:') {
+  constructor(
+    url: string,
+    private readonly prefix = 'rl:',
+  ) {
     this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, connectTimeout: 2_000 });
     this.redis.on('error', (error: Error) => this.logger.warn(`redis: ${error.message}`));
   }

@@ -82,7 +82,10 @@ export class InitialSchema1732240000000 implements MigrationInterface {
     );
     await q.createIndex('orders', new TableIndex({ name: 'idx_orders_user_created', columnNames: ['user_id', 'created_at', 'id'] }));
     await q.createIndex('orders', new TableIndex({ name: 'idx_orders_user_total', columnNames: ['user_id', 'total_cents', 'id'] }));
-    await q.createIndex('orders', new TableIndex({ name: 'idx_orders_user_status_created', columnNames: ['user_id', 'status', 'created_at', 'id'] }));
+    await q.createIndex(
+      'orders',
+      new TableIndex({ name: 'idx_orders_user_status_created', columnNames: ['user_id', 'status', 'created_at', 'id'] }),
+    );
 
     await q.createTable(
       new Table({

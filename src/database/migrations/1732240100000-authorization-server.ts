@@ -51,7 +51,10 @@ export class AuthorizationServer1732240100000 implements MigrationInterface {
           { name: 'revoked_at', type: 'bigint', isNullable: true },
         ],
         foreignKeys: [userFk, clientFk],
-        indices: [{ name: 'idx_grants_user', columnNames: ['user_id'] }, { name: 'idx_grants_client', columnNames: ['client_id'] }],
+        indices: [
+          { name: 'idx_grants_user', columnNames: ['user_id'] },
+          { name: 'idx_grants_client', columnNames: ['client_id'] },
+        ],
       }),
     );
     await q.createTable(
@@ -70,7 +73,10 @@ export class AuthorizationServer1732240100000 implements MigrationInterface {
           { name: 'consumed_at', type: 'bigint', isNullable: true },
         ],
         foreignKeys: [grantFk],
-        indices: [{ name: 'idx_codes_grant', columnNames: ['grant_id'] }, { name: 'idx_codes_expires', columnNames: ['expires_at'] }],
+        indices: [
+          { name: 'idx_codes_grant', columnNames: ['grant_id'] },
+          { name: 'idx_codes_expires', columnNames: ['expires_at'] },
+        ],
       }),
     );
     await q.createTable(

@@ -20,7 +20,11 @@ export const UserFields = {
       Length(12, 128, { message: 'password must be 12 to 128 characters' }),
     ),
   name: (required = true) =>
-    applyDecorators(ApiProperty({ required, minLength: 1, maxLength: 100 }), IsString({ message: 'name must be a string' }), Length(1, 100, { message: 'name must be 1 to 100 characters' })),
+    applyDecorators(
+      ApiProperty({ required, minLength: 1, maxLength: 100 }),
+      IsString({ message: 'name must be a string' }),
+      Length(1, 100, { message: 'name must be 1 to 100 characters' }),
+    ),
   gender: (required = true) => applyDecorators(ApiProperty({ required, enum: GENDERS }), OneOf('gender', GENDERS)),
   age: (required = true) =>
     applyDecorators(

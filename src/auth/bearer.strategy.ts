@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import type { Request } from 'express';
+import { Strategy } from 'passport-http-bearer';
+import { AccessTokenVerifier } from './access-token-verifier.service';
+import type { AuthPrincipal } from './principal';
+
+/** `Bearer` (any case), then one or more spaces or tabs and whatever follows (RFC 6750 2.1: `Bearer 1*SP b64token`). */
+const BEARER = /^bearer(?:[ \t]+(.*))?$/i;
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+function has(container: unknown, key: string): boolean {
+  return typeof container === 'object' && container !== null && Object.hasOwn(container, key);
+}
+
+/**
+ * `passport-http-bearer`, restricted to what RFC 6750 section 2.1 allows this service to accept: the token is
+ * read from the Authorization header only. Passport also reads `access_token` from the query and the body; here
+ * it is handed a view of the request with the header alone, so a token sent only there is ignored (401), while
+ * one sent there *and* in the header is still refused as ambiguous (400).
+ *
+ * Header forms, decided: the scheme is case-insensitive and may be followed by several spaces or tabs
+ * (`Bearer<2 spaces>token` is accepted, as `1*SP` allows); a value with inner whitespace (`Bearer a b`) is
+ * malformed, 400 invalid_request, as passport answers any header that is not exactly two parts.
+ */
+@Injectable()
+export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
+  constructor(private readonly verifier: AccessTokenVerifier) {
+    super({ realm: 'api' });
+  }
+
+  override authenticate(req: Request, options?: object): void {
+    const header = req.headers.authorization;
+    const match = header === undefined ? null : BEARER.exec(header.trim());
+    const token = match?.[1]?.trim();
+    if (token && (has(req.query, 'access_token') || has(req.body, 'access_token'))) {
+      (this as unknown as { fail(status: number): void }).fail(400);
+      return;
+    }
+    const view = { headers: match ? { authorization: token ? `Bearer ${token}` : 'Bearer' } : {} };
+    super.authenticate(view as Request, options);
+  }
+
+  /** Passport's verify callback: the caller, or `false` for a token that is not valid here. */
+  async validate(token: string): Promise<AuthPrincipal | false> {
+    if (!B64TOKEN.test(token)) return false;
+    return this.verifier.verify(token).catch(() => false as const);
+  }
+}

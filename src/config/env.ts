@@ -1,0 +1,77 @@
+import type { FactoryProvider } from '@nestjs/common';
+
+/** Raised when the environment cannot be turned into a valid configuration; its message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export type Env = Record<string, string | undefined>;
+
+/** The environment every configuration class is built from (`process.env`; tests provide their own). */
+export const ENV = Symbol('ENV');
+
+/**
+ * A module's configuration: a class whose constructor reads and validates its variables from the environment
+ * (throwing {@link ConfigError}), and which lists them in `variables` (README and `.env.example` name each one).
+ */
+export interface ConfigClass<T = unknown> {
+  new (env: Env): T;
+  readonly variables: readonly string[];
+}
+
+const registry = new Set<ConfigClass>();
+
+/** The provider of a module's configuration; registering it also puts it under {@link validateConfiguration}. */
+export function configProvider<T>(type: ConfigClass<T>): FactoryProvider<T> {
+  registry.add(type);
+  return { provide: type, inject: [ENV], useFactory: (env: Env) => new type(env) };
+}
+
+/**
+ * Builds every registered configuration once, before the application starts, so that a bad variable in any
+ * module stops the start with one line that names it. Modules register theirs when their files are imported.
+ */
+export function validateConfiguration(env: Env): void {
+  for (const type of registry) new type(env);
+}
+
+/** Every environment variable the registered modules read. */
+export function configVariables(): string[] {
+  return [...registry].flatMap((type) => type.variables);
+}
+
+export function wholeSeconds(env: Env, name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) {
+    throw new ConfigError(`${name} must be a whole number of seconds, got "${raw}"`);
+  }
+  const value = Number(raw.trim());
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new ConfigError(`${name} must be at least ${min}, got "${raw}"`);
+  }
+  return value;
+}
+
+export function positiveInt(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) {
+    throw new ConfigError(`${name} must be a positive whole number, got "${raw}"`);
+  }
+  return Number(raw.trim());
+}
+
+export function httpUrl(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}

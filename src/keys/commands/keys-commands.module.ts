@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { KeysModule } from '../keys.module';
+import { KeysRotateCommand } from './keys-rotate.command';
+
+/** The keys module's commands; imported by the CLI only. */
+@Module({ imports: [KeysModule], providers: [KeysRotateCommand] })
+export class KeysCommandsModule {}

@@ -1,0 +1,124 @@
+import { type KeyObject, createPrivateKey, createPublicKey } from 'node:crypto';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
+import type { Repository } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { SigningKey } from './signing-key.entity';
+
+interface LoadedKey {
+  kid: string;
+  createdAt: number;
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+  publicJwk: JWK;
+}
+
+/** How often every instance re-reads the keys, so a rotation reaches all of them within a minute. */
+const RELOAD_INTERVAL_MS = 30_000;
+/** An unknown `kid` triggers a reload at most this often. */
+const UNKNOWN_KID_RELOAD_MS = 1_000;
+export const CLOCK_SKEW_SECONDS = 30;
+
+/** RS256 signing keys, kept in the database so that every instance signs and verifies with the same set. */
+@Injectable()
+export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(SigningKeysService.name);
+  private keys: LoadedKey[] = [];
+  private byKid = new Map<string, LoadedKey>();
+  private lastReload = 0;
+  private reloading: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    @InjectRepository(SigningKey) private readonly repo: Repository<SigningKey>,
+    private readonly config: AppConfig,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.reload();
+    if (this.keys.length === 0) await this.rotate();
+    this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** Creates a new active key; older keys stay published until the tokens they signed have expired. */
+  async rotate(): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+    const publicJwk = await exportJWK(publicKey);
+    const kid = await calculateJwkThumbprint(publicJwk);
+    const privateJwk = await exportJWK(privateKey);
+    await this.repo.insert({
+      kid,
+      privateJwk: JSON.stringify(privateJwk),
+      publicJwk: JSON.stringify({ ...publicJwk, kid, alg: 'RS256', use: 'sig' }),
+      createdAt: Date.now(),
+    });
+    await this.reload();
+    return kid;
+  }
+
+  /** The key new tokens are signed with: the newest one. */
+  activeKey(): LoadedKey {
+    const key = this.keys[0];
+    if (!key) throw new Error('no signing key loaded');
+    return key;
+  }
+
+  /** The public key for a `kid`, reloading from the database (rate-limited) when it is unknown here. */
+  async verificationKey(kid: string): Promise<KeyObject | undefined> {
+    const known = this.byKid.get(kid);
+    if (known) return known.publicKey;
+    if (Date.now() - this.lastReload >= UNKNOWN_KID_RELOAD_MS) {
+      await this.reload().catch(() => undefined);
+    }
+    return this.byKid.get(kid)?.publicKey;
+  }
+
+  /** The JWK set: the active key and every older key whose tokens may still be unexpired. */
+  jwks(): { keys: JWK[] } {
+    const now = Date.now();
+    const graceMs = (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
+    const keys: JWK[] = [];
+    for (let i = 0; i < this.keys.length; i++) {
+      const supersededAt = i === 0 ? undefined : this.keys[i - 1].createdAt;
+      if (supersededAt === undefined || supersededAt + graceMs > now) keys.push(this.keys[i].publicJwk);
+    }
+    return { keys };
+  }
+
+  reload(): Promise<void> {
+    this.reloading ??= this.load().finally(() => {
+      this.reloading = undefined;
+    });
+    return this.reloading;
+  }
+
+  private async load(): Promise<void> {
+    this.lastReload = Date.now();
+    try {
+      const rows = await this.repo.find({ order: { createdAt: 'DESC', kid: 'ASC' } });
+      const keys = rows.map((row) => {
+        const cached = this.byKid.get(row.kid);
+        if (cached) return cached;
+        const publicJwk = JSON.parse(row.publicJwk) as JWK;
+        return {
+          kid: row.kid,
+          createdAt: row.createdAt,
+          privateKey: createPrivateKey({ key: JSON.parse(row.privateJwk), format: 'jwk' }),
+          publicKey: createPublicKey({ key: publicJwk as Parameters<typeof createPublicKey>[0] & object, format: 'jwk' } as never),
+          publicJwk,
+        };
+      });
+      this.keys = keys;
+      this.byKid = new Map(keys.map((k) => [k.kid, k]));
+    } catch (error) {
+      this.logger.warn(`could not reload signing keys: ${(error as Error).message}`);
+      if (this.keys.length === 0) throw error;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { ClientsService } from './clients.service';
+import type { Client } from './entities/client.entity';
+import { safeDescription } from './oauth-error';
+import { PKCE_VALUE } from './secrets';
+
+export type RawParams = Record<string, unknown>;
+
+/** The parameters of an authorization request that the consent form carries back. */
+export const AUTHORIZE_PARAMS = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+] as const;
+
+export type AuthorizationRequestResult =
+  /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
+  | { kind: 'fatal'; message: string }
+  /** An error the client learns of through its redirect URI. */
+  | { kind: 'error'; redirectUri: string; error: string; description: string; state?: string }
+  | {
+      kind: 'valid';
+      client: Client;
+      redirectUri: string;
+      /** As sent to /authorize (null when left out): the token request must repeat it. */
+      sentRedirectUri: string | null;
+      scope: string;
+      state?: string;
+      codeChallenge: string | null;
+      params: Record<string, string | undefined>;
+    };
+
+function single(value: unknown): string | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string') return value;
+  return null; // repeated or structured
+}
+
+/** Validates /authorize (and the consent form's echo of it) in the order of RFC 6749 4.1.2.1: errors about the client or its redirect URI first (never redirected), then the rest (redirected). */
+@Injectable()
+export class AuthorizationRequestValidator {
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
+    const clientId = single(raw.client_id);
+    if (!clientId) return { kind: 'fatal', message: 'The request does not name a valid client (client_id).' };
+    const client = await this.clients.find(clientId);
+    if (!client) return { kind: 'fatal', message: 'The client (client_id) is not registered.' };
+
+    const sentRedirect = single(raw.redirect_uri);
+    if (sentRedirect === null) return { kind: 'fatal', message: 'redirect_uri was sent more than once.' };
+    let redirectUri: string;
+    if (sentRedirect === undefined) {
+      if (client.redirectUris.length !== 1) {
+        return { kind: 'fatal', message: 'redirect_uri is required for this client.' };
+      }
+      redirectUri = client.redirectUris[0];
+    } else if (client.redirectUris.includes(sentRedirect)) {
+      redirectUri = sentRedirect;
+    } else {
+      return { kind: 'fatal', message: 'redirect_uri is not registered for this client.' };
+    }
+
+    const stateValue = single(raw.state);
+    const state = typeof stateValue === 'string' ? stateValue : undefined;
+    const fail = (error: string, description: string): AuthorizationRequestResult => ({
+      kind: 'error',
+      redirectUri,
+      error,
+      description: safeDescription(description),
+      state,
+    });
+
+    const params: Record<string, string | undefined> = {};
+    for (const [name, value] of Object.entries(raw)) {
+      if (value !== undefined && typeof value !== 'string') return fail('invalid_request', `${name} was sent more than once.`);
+    }
+    for (const name of AUTHORIZE_PARAMS) params[name] = raw[name] as string | undefined;
+
+    const responseType = params.response_type;
+    if (!responseType) return fail('invalid_request', 'response_type is required.');
+    if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
+
+    const allowed = new Set(client.scope.split(' '));
+    let scope = client.scope;
+    if (params.scope !== undefined && params.scope.trim() !== '') {
+      const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
+      const bad = requested.filter((s) => !allowed.has(s));
+      if (bad.length) return fail('invalid_scope', `Scope not allowed for this client: ${bad.join(' ')}`);
+      scope = requested.join(' ');
+    }
+
+    const challenge = params.code_challenge;
+    const method = params.code_challenge_method;
+    if (challenge !== undefined) {
+      if (method === undefined) return fail('invalid_request', 'code_challenge_method is required; only S256 is supported.');
+      if (method !== 'S256') return fail('invalid_request', 'Only code_challenge_method=S256 is supported.');
+      if (!PKCE_VALUE.test(challenge)) return fail('invalid_request', 'code_challenge is malformed.');
+    } else if (method !== undefined) {
+      return fail('invalid_request', 'code_challenge_method was sent without code_challenge.');
+    } else if (client.isPublic) {
+      return fail('invalid_request', 'PKCE (code_challenge with S256) is required for public clients.');
+    }
+
+    return {
+      kind: 'valid',
+      client,
+      redirectUri,
+      sentRedirectUri: sentRedirect ?? null,
+      scope,
+      state,
+      codeChallenge: challenge ?? null,
+      params,
+    };
+  }
+
+  /** The client's redirect URI with response parameters and `iss` (RFC 9207) added. */
+  redirectTo(redirectUri: string, values: Record<string, string | undefined>): string {
+    const url = new URL(redirectUri);
+    for (const [name, value] of Object.entries(values)) if (value !== undefined) url.searchParams.append(name, value);
+    url.searchParams.append('iss', this.config.issuer);
+    return url.toString();
+  }
+}

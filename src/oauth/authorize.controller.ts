@@ -1,0 +1,118 @@
+import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { Public } from '../auth/auth.decorators';
+import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
+import { scopeDescription } from '../auth/scopes';
+import { CodeGrantService } from './code-grant.service';
+import { ConsentService } from './consent.service';
+import { sessionCookie } from './cookies';
+import { OAuthPages, sendHtml } from './pages';
+import { safeEqual } from './secrets';
+import { SessionsService } from './sessions.service';
+
+/** The authorization endpoint (RFC 6749 4.1) with its login redirect and consent page: redirects and HTML, so it writes the response. */
+@Public()
+@Controller('authorize')
+export class AuthorizeController {
+  constructor(
+    private readonly validator: AuthorizationRequestValidator,
+    private readonly sessions: SessionsService,
+    private readonly codeGrant: CodeGrantService,
+    private readonly consents: ConsentService,
+    private readonly pages: OAuthPages,
+  ) {}
+
+  @Get()
+  async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const request = await this.validator.validate(req.query as Record<string, unknown>);
+    if (this.answeredError(request, res) || request.kind !== 'valid') return;
+
+    const session = await this.sessions.current(sessionCookie.read(req));
+    if (!session) {
+      res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+      return;
+    }
+    const requested = request.scope.split(' ');
+    const granted = request.client.trusted ? undefined : await this.consents.consentedScopes(session.userId, request.client.id);
+    if (!granted || requested.every((s) => granted.has(s))) {
+      await this.redirectWithCode(res, request, session.userId, 302);
+      return;
+    }
+    sendHtml(
+      res,
+      200,
+      this.pages.consent({
+        clientName: request.client.name,
+        scopes: requested.map((name) => ({ name, description: scopeDescription(name) })),
+        csrf: session.csrfToken,
+        params: { ...request.params, scope: request.scope },
+      }),
+    );
+  }
+
+  @Post('consent')
+  async consent(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const session = await this.sessions.current(sessionCookie.read(req));
+    const { csrf, decision, ...params } = body;
+    if (!session || typeof csrf !== 'string' || !safeEqual(csrf, session.csrfToken)) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The consent form is not valid any more. Start again.'));
+      return;
+    }
+    const request = await this.validator.validate(params);
+    if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
+    if (decision === 'allow') {
+      await this.consents.record(session.userId, request.client.id, request.scope);
+      await this.redirectWithCode(res, request, session.userId, 303);
+      return;
+    }
+    if (decision === 'deny') {
+      res.redirect(
+        303,
+        this.validator.redirectTo(request.redirectUri, {
+          error: 'access_denied',
+          error_description: 'The user denied the request.',
+          state: request.state,
+        }),
+      );
+      return;
+    }
+    sendHtml(res, 400, this.pages.error('Invalid request', 'Choose Allow or Deny.'));
+  }
+
+  /** Answers the request's error, if it has one: an HTML page for a bad client, else a redirect. */
+  private answeredError(request: AuthorizationRequestResult, res: Response, status = 302): boolean {
+    if (request.kind === 'fatal') {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', request.message));
+      return true;
+    }
+    if (request.kind === 'error') {
+      res.redirect(
+        status,
+        this.validator.redirectTo(request.redirectUri, {
+          error: request.error,
+          error_description: request.description,
+          state: request.state,
+        }),
+      );
+      return true;
+    }
+    return false;
+  }
+
+  private async redirectWithCode(
+    res: Response,
+    request: Extract<AuthorizationRequestResult, { kind: 'valid' }>,
+    userId: string,
+    status: number,
+  ): Promise<void> {
+    const code = await this.codeGrant.issueCode({
+      client: request.client,
+      userId,
+      scope: request.scope,
+      redirectUri: request.sentRedirectUri,
+      codeChallenge: request.codeChallenge,
+    });
+    res.redirect(status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+  }
+}

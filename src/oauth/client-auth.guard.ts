@@ -1,0 +1,57 @@
+import { type CanActivate, type ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
+import type { Request } from 'express';
+import { ClientsService } from './clients.service';
+import type { Client } from './entities/client.entity';
+import { OAuthError } from './oauth-error';
+
+type OAuthRequest = Request & { oauthForm?: Record<string, string>; oauthClient?: Client };
+
+/** Reads a form body: only `application/x-www-form-urlencoded`, and no parameter twice (RFC 6749 3.2). */
+function formBody(req: Request): Record<string, string> {
+  if (!req.is('application/x-www-form-urlencoded')) {
+    throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded.');
+  }
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} was sent more than once.`);
+    out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Client authentication at /token, /revoke and /introspect (RFC 6749 2.3): reads the form body, authenticates
+ * the client by `client_secret_basic`, `client_secret_post` or `none`, and hands both to the handler through
+ * {@link AuthenticatedClient} and {@link OAuthForm}.
+ */
+@Injectable()
+export class ClientAuthGuard implements CanActivate {
+  constructor(private readonly clients: ClientsService) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<OAuthRequest>();
+    const form = formBody(req);
+    req.oauthForm = form;
+    req.oauthClient = await this.clients.authenticate({
+      authorization: req.headers.authorization,
+      clientId: form.client_id,
+      clientSecret: form.client_secret,
+    });
+    return true;
+  }
+}
+
+/** The client that {@link ClientAuthGuard} authenticated. */
+export const AuthenticatedClient = createParamDecorator((_: unknown, ctx: ExecutionContext): Client => {
+  const client = ctx.switchToHttp().getRequest<OAuthRequest>().oauthClient;
+  if (!client) throw new Error('@AuthenticatedClient() used without ClientAuthGuard');
+  return client;
+});
+
+/** The form parameters that {@link ClientAuthGuard} read (each one a single string). */
+export const OAuthForm = createParamDecorator((_: unknown, ctx: ExecutionContext): Record<string, string> => {
+  const form = ctx.switchToHttp().getRequest<OAuthRequest>().oauthForm;
+  if (!form) throw new Error('@OAuthForm() used without ClientAuthGuard');
+  return form;
+});

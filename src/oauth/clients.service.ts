@@ -1,0 +1,168 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { parseBasicCredentials } from '../common/basic-credentials';
+import { Client } from './entities/client.entity';
+import { OAuthError } from './oauth-error';
+import { allScopes, isScope } from '../auth/scopes';
+import { hashSecret, randomSecret, safeEqual } from './secrets';
+
+export interface CreateClientInput {
+  name: string;
+  redirectUris: string[];
+  isPublic?: boolean;
+  trusted?: boolean;
+  scope?: string;
+}
+
+export interface ClientView {
+  client_id: string;
+  client_secret?: string;
+  name: string;
+  redirect_uris: string[];
+  scope: string;
+  public: boolean;
+  trusted: boolean;
+}
+
+/** What a token-endpoint request presents to authenticate its client. */
+export interface ClientCredentials {
+  /** The Authorization header, if any. */
+  authorization?: string;
+  clientId?: string;
+  clientSecret?: string;
+}
+
+export interface UpdateClientInput {
+  /** Space-separated; replaces the allowed scopes. */
+  scope?: string;
+  /** Replaces the registered redirect URIs. */
+  redirectUris?: string[];
+}
+
+export class InvalidClientInputError extends Error {
+  override name = 'InvalidClientInputError';
+}
+
+const DUMMY_SECRET_HASH = hashSecret('no-such-client');
+
+function checkedRedirectUris(uris: string[]): string[] {
+  if (!uris.length) throw new InvalidClientInputError('at least one --redirect-uri is required');
+  for (const uri of uris) {
+    let parsed: URL;
+    try {
+      parsed = new URL(uri);
+    } catch {
+      throw new InvalidClientInputError(`--redirect-uri "${uri}" is not an absolute URL`);
+    }
+    if (parsed.hash || uri.includes('#')) throw new InvalidClientInputError(`--redirect-uri "${uri}" must not have a fragment`);
+    if (!/^[a-z][a-z0-9+.-]*:$/.test(parsed.protocol)) throw new InvalidClientInputError(`--redirect-uri "${uri}" has no valid scheme`);
+  }
+  return [...new Set(uris)];
+}
+
+/** A space-separated subset of the defined scopes, without repeats. */
+function checkedScope(scope: string): string {
+  const scopes = scope.split(' ').filter(Boolean);
+  if (scopes.length === 0 || scopes.some((s) => !isScope(s))) {
+    throw new InvalidClientInputError(`--scope must be a subset of: ${allScopes().join(' ')}`);
+  }
+  return [...new Set(scopes)].join(' ');
+}
+
+@Injectable()
+export class ClientsService {
+  constructor(@InjectRepository(Client) private readonly clients: Repository<Client>) {}
+
+  async create(input: CreateClientInput): Promise<ClientView> {
+    const name = input.name?.trim();
+    if (!name || name.length > 100) throw new InvalidClientInputError('--name must be 1 to 100 characters');
+    const redirectUris = checkedRedirectUris(input.redirectUris);
+    const scope = checkedScope(input.scope ?? allScopes().join(' '));
+    const secret = input.isPublic ? undefined : randomSecret(32);
+    const client = this.clients.create({
+      id: randomSecret(16),
+      secretHash: secret ? hashSecret(secret) : null,
+      name,
+      redirectUris,
+      scope,
+      isPublic: Boolean(input.isPublic),
+      trusted: Boolean(input.trusted),
+      createdAt: Date.now(),
+    });
+    await this.clients.insert(client);
+    return { ...ClientsService.view(client), ...(secret ? { client_secret: secret } : {}) };
+  }
+
+  /**
+   * Changes what a registered client may do: its allowed scopes and/or its redirect URIs (each list replaces the
+   * old one). Grants already given keep their scopes; new authorization requests are checked against these.
+   */
+  async update(clientId: string, changes: UpdateClientInput): Promise<ClientView> {
+    const client = await this.find(clientId);
+    if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    if (changes.scope === undefined && changes.redirectUris === undefined) {
+      throw new InvalidClientInputError('give --scope and/or --redirect-uri to change');
+    }
+    if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
+    if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
+    await this.clients.update({ id: client.id }, { scope: client.scope, redirectUris: client.redirectUris });
+    return ClientsService.view(client);
+  }
+
+  static view(client: Client): ClientView {
+    return {
+      client_id: client.id,
+      name: client.name,
+      redirect_uris: client.redirectUris,
+      scope: client.scope,
+      public: client.isPublic,
+      trusted: client.trusted,
+    };
+  }
+
+  async find(clientId: string): Promise<Client | undefined> {
+    if (!clientId || clientId.length > 64) return undefined;
+    return (await this.clients.findOne({ where: { id: clientId } })) ?? undefined;
+  }
+
+  /**
+   * Client authentication at /token, /revoke and /introspect: `client_secret_basic`, `client_secret_post`, or
+   * `none` for public clients. Two methods at once is `invalid_request`.
+   */
+  async authenticate(credentials: ClientCredentials): Promise<Client> {
+    const header = credentials.authorization;
+    const parsed = parseBasicCredentials(header);
+    if (header !== undefined && parsed === undefined) {
+      throw new OAuthError('invalid_client', 'Unsupported client authentication.', true);
+    }
+    if (parsed === null) throw new OAuthError('invalid_client', 'Malformed Basic credentials.', true);
+    const basic = parsed;
+    const usedBasic = basic !== undefined;
+    if (basic && credentials.clientSecret !== undefined) {
+      throw new OAuthError('invalid_request', 'Use one client authentication method, not two.');
+    }
+    if (basic && credentials.clientId !== undefined && credentials.clientId !== basic.id) {
+      throw new OAuthError('invalid_request', 'client_id does not match the authenticated client.');
+    }
+    const clientId = basic?.id ?? credentials.clientId;
+    const secret = basic?.secret ?? credentials.clientSecret;
+    if (!clientId) throw new OAuthError('invalid_client', 'Client authentication is required.', usedBasic);
+
+    const client = await this.find(clientId);
+    if (!client) {
+      safeEqual(DUMMY_SECRET_HASH, hashSecret(secret ?? ''));
+      throw new OAuthError('invalid_client', 'Client authentication failed.', usedBasic);
+    }
+    if (client.isPublic) {
+      if (secret !== undefined && secret !== '') {
+        throw new OAuthError('invalid_client', 'A public client has no secret.', usedBasic);
+      }
+      return client;
+    }
+    if (secret === undefined || !client.secretHash || !safeEqual(client.secretHash, hashSecret(secret))) {
+      throw new OAuthError('invalid_client', 'Client authentication failed.', usedBasic);
+    }
+    return client;
+  }
+}

@@ -1,0 +1,56 @@
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { collect, printJson } from '../../common/command-line';
+import { ClientsService } from '../clients.service';
+
+interface ClientCreateOptions {
+  name?: string;
+  redirectUri?: string[];
+  public?: boolean;
+  trusted?: boolean;
+  scope?: string;
+}
+
+/** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
+@Command({ name: 'client:create', description: 'register an OAuth client and print it as JSON' })
+export class ClientCreateCommand extends CommandRunner {
+  constructor(private readonly clients: ClientsService) {
+    super();
+  }
+
+  async run(_args: string[], options: ClientCreateOptions): Promise<void> {
+    printJson(
+      await this.clients.create({
+        name: options.name ?? '',
+        redirectUris: options.redirectUri ?? [],
+        isPublic: options.public,
+        trusted: options.trusted,
+        scope: options.scope,
+      }),
+    );
+  }
+
+  @Option({ flags: '--name <name>' })
+  name(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--redirect-uri <uri>', description: 'may be given several times' })
+  redirectUri(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--public', description: 'a public client (PKCE, no secret)' })
+  public(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--trusted', description: 'skip the consent page' })
+  trusted(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--scope <scopes>', description: 'space-separated; every scope when omitted' })
+  scope(value: string): string {
+    return value;
+  }
+}

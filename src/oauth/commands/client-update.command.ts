@@ -1,0 +1,39 @@
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { collect, printJson } from '../../common/command-line';
+import { ClientsService } from '../clients.service';
+
+interface ClientUpdateOptions {
+  clientId?: string;
+  redirectUri?: string[];
+  scope?: string;
+}
+
+/**
+ * `client:update`: replaces a client's allowed scopes and/or redirect URIs, e.g. to grant an existing client a
+ * scope that a new module adds. Grants already given keep their scopes.
+ */
+@Command({ name: 'client:update', description: "change a client's scopes or redirect URIs and print it as JSON" })
+export class ClientUpdateCommand extends CommandRunner {
+  constructor(private readonly clients: ClientsService) {
+    super();
+  }
+
+  async run(_args: string[], options: ClientUpdateOptions): Promise<void> {
+    printJson(await this.clients.update(options.clientId ?? '', { scope: options.scope, redirectUris: options.redirectUri }));
+  }
+
+  @Option({ flags: '--client-id <id>', required: true })
+  clientId(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--redirect-uri <uri>', description: 'may be given several times; replaces the list' })
+  redirectUri(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--scope <scopes>', description: 'space-separated; replaces the allowed scopes' })
+  scope(value: string): string {
+    return value;
+  }
+}

@@ -1,0 +1,27 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../../database/columns';
+
+/** One authorization: a code and the chain of refresh tokens rotated from it. Access tokens carry its id. */
+@Entity('grants')
+export class Grant {
+  @PrimaryColumn({ type: 'varchar', length: 36 })
+  id: string;
+
+  @Column({ type: 'varchar', length: 36 })
+  userId: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  clientId: string;
+
+  @Column({ type: 'text' })
+  scope: string;
+
+  @EpochMsColumn()
+  createdAt: number;
+
+  @EpochMsColumn()
+  expiresAt: number;
+
+  @EpochMsColumn({ nullable: true })
+  revokedAt: number | null;
+}

@@ -1,0 +1,30 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../../database/columns';
+
+@Entity('refresh_tokens')
+export class RefreshToken {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  tokenHash: string;
+
+  @Column({ type: 'varchar', length: 36 })
+  grantId: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  clientId: string;
+
+  @Column({ type: 'varchar', length: 36 })
+  userId: string;
+
+  @Column({ type: 'text' })
+  scope: string;
+
+  @EpochMsColumn()
+  createdAt: number;
+
+  @EpochMsColumn()
+  expiresAt: number;
+
+  /** Set when the token was exchanged for a new one; presenting it again is reuse. */
+  @EpochMsColumn({ nullable: true })
+  rotatedAt: number | null;
+}

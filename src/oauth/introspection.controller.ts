@@ -1,0 +1,26 @@
+import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
+import { Public } from '../auth/auth.decorators';
+import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
+import type { Client } from './entities/client.entity';
+import { type Introspection, IntrospectionService } from './introspection.service';
+import { OAuthError } from './oauth-error';
+import { OAuthErrorFilter } from './oauth-error.filter';
+
+/** The introspection endpoint (RFC 7662), for confidential clients and their own tokens. */
+@Public()
+@Controller('introspect')
+@UseFilters(OAuthErrorFilter)
+export class IntrospectionController {
+  constructor(private readonly introspection: IntrospectionService) {}
+
+  @Post()
+  @UseGuards(ClientAuthGuard)
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  introspect(@AuthenticatedClient() client: Client, @OAuthForm() form: Record<string, string>): Promise<Introspection> {
+    if (client.isPublic) throw new OAuthError('invalid_client', 'Public clients cannot introspect tokens.');
+    if (!form.token) throw new OAuthError('invalid_request', 'token is required.');
+    return this.introspection.introspect(client, form.token);
+  }
+}

@@ -1,0 +1,70 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
+import { RevokedGrantsService } from '../auth/revoked-grants.service';
+import { AppConfig } from '../config/app-config';
+import type { Client } from './entities/client.entity';
+import { RefreshToken } from './entities/refresh-token.entity';
+import { GrantRevocationService } from './grant-revocation.service';
+import { hashSecret } from './secrets';
+
+export type Introspection =
+  | { active: false }
+  | {
+      active: true;
+      scope: string;
+      client_id: string;
+      sub: string;
+      exp: number;
+      iat: number;
+      iss: string;
+      aud: string;
+      token_type: 'Bearer' | 'refresh_token';
+    };
+
+/** RFC 7662 for the calling client's own tokens; everything else is inactive and says nothing more. */
+@Injectable()
+export class IntrospectionService {
+  constructor(
+    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly accessTokens: AccessTokenVerifier,
+    private readonly revoked: RevokedGrantsService,
+    private readonly lifecycle: GrantRevocationService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async introspect(client: Client, token: string): Promise<Introspection> {
+    const now = Date.now();
+    const refresh = token.includes('.') ? null : await this.refreshTokens.findOne({ where: { tokenHash: hashSecret(token) } });
+    if (refresh) {
+      if (refresh.clientId !== client.id || refresh.rotatedAt !== null || refresh.expiresAt <= now) return { active: false };
+      if (!(await this.lifecycle.isLive(refresh.grantId, now))) return { active: false };
+      return {
+        active: true,
+        scope: refresh.scope,
+        client_id: refresh.clientId,
+        sub: refresh.userId,
+        exp: Math.floor(refresh.expiresAt / 1000),
+        iat: Math.floor(refresh.createdAt / 1000),
+        iss: this.config.issuer,
+        aud: this.config.audience,
+        token_type: 'refresh_token',
+      };
+    }
+    const access = await this.accessTokens.verifySignatureAndClaims(token).catch(() => undefined);
+    if (!access || access.clientId !== client.id || access.exp * 1000 <= now) return { active: false };
+    if (this.revoked.isRevoked(access.grantId) || !(await this.lifecycle.isLive(access.grantId, now))) return { active: false };
+    return {
+      active: true,
+      scope: access.scope,
+      client_id: access.clientId,
+      sub: access.sub,
+      exp: access.exp,
+      iat: access.iat,
+      iss: this.config.issuer,
+      aud: this.config.audience,
+      token_type: 'Bearer',
+    };
+  }
+}

@@ -1,0 +1,82 @@
+import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { Public } from '../auth/auth.decorators';
+import { RateLimit } from '../common/rate-limit/rate-limit';
+import { AppConfig } from '../config/app-config';
+import { PasswordHasher } from '../users/password-hasher';
+import { UsersService } from '../users/users.service';
+import { readCookie, sessionCookie, setCookie } from './cookies';
+import { OAuthConfig } from './oauth.config';
+import { OAuthPages, sendHtml } from './pages';
+import { safeReturnTo } from './return-to';
+import { randomSecret, safeEqual } from './secrets';
+import { SessionsService } from './sessions.service';
+
+const LOGIN_CSRF_COOKIE = 'login_csrf';
+const GENERIC_FAILURE = 'The email or password is not correct.';
+
+/** The login form (double-submit CSRF token) and logout. HTML pages and redirects, so it writes the response. */
+@Public()
+@Controller()
+export class LoginController {
+  constructor(
+    private readonly users: UsersService,
+    private readonly hasher: PasswordHasher,
+    private readonly sessions: SessionsService,
+    private readonly pages: OAuthPages,
+    private readonly config: AppConfig,
+    private readonly oauthConfig: OAuthConfig,
+  ) {}
+
+  @Get('login')
+  show(@Req() req: Request, @Res() res: Response): void {
+    const returnTo = safeReturnTo(req.query.return_to);
+    sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.csrfFor(req, res) }));
+  }
+
+  @Post('login')
+  @RateLimit('login')
+  async login(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
+    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
+      return;
+    }
+    const returnTo = safeReturnTo(body.return_to);
+    const email = typeof body.email === 'string' ? body.email.trim() : '';
+    const password = typeof body.password === 'string' ? body.password : '';
+    const fail = () =>
+      sendHtml(res, 401, this.pages.login({ returnTo, csrf: cookieToken, error: GENERIC_FAILURE, email: email.slice(0, 254) }));
+
+    if (!email || email.length > 254 || !password || password.length > 128) {
+      await this.hasher.verifyNothing(password.slice(0, 128));
+      fail();
+      return;
+    }
+    const user = await this.users.credentials(email);
+    const ok = user ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyNothing(password);
+    if (!user || !ok) {
+      fail();
+      return;
+    }
+    const { secret } = await this.sessions.start(user.id);
+    sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
+    res.redirect(303, returnTo);
+  }
+
+  @Post('logout')
+  async logout(@Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.sessions.end(sessionCookie.read(req));
+    sessionCookie.clear(res, this.config);
+    res.redirect(303, '/login');
+  }
+
+  private csrfFor(req: Request, res: Response): string {
+    const existing = readCookie(req, LOGIN_CSRF_COOKIE);
+    if (existing && /^[A-Za-z0-9_-]{32,64}$/.test(existing)) return existing;
+    const token = randomSecret(24);
+    setCookie(res, LOGIN_CSRF_COOKIE, token, { secure: this.config.secureCookies });
+    return token;
+  }
+}

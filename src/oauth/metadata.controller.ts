@@ -1,0 +1,35 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { NoQueryParams } from '../common/validation';
+import { Public } from '../auth/auth.decorators';
+import { allScopes } from '../auth/scopes';
+
+/** RFC 8414 authorization server metadata. */
+@Public()
+@Controller('.well-known')
+export class MetadataController {
+  constructor(private readonly config: AppConfig) {}
+
+  @Get('oauth-authorization-server')
+  @Header('Cache-Control', 'public, max-age=300')
+  metadata(@NoQueryParams() _query: unknown) {
+    const issuer = this.config.issuer;
+    return {
+      issuer,
+      authorization_endpoint: `${issuer}/authorize`,
+      token_endpoint: `${issuer}/token`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      revocation_endpoint: `${issuer}/revoke`,
+      introspection_endpoint: `${issuer}/introspect`,
+      scopes_supported: allScopes(),
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
+    };
+  }
+}

@@ -1,0 +1,67 @@
+import { Module } from '@nestjs/common';
+import { JwtModule } from '@nestjs/jwt';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from '../auth/auth.module';
+import { AppConfigModule } from '../config/config.module';
+import { KeysModule } from '../keys/keys.module';
+import { UsersModule } from '../users/users.module';
+import { AuthorizationRequestValidator } from './authorization-request';
+import { AuthorizeController } from './authorize.controller';
+import { ClientAuthGuard } from './client-auth.guard';
+import { ClientsService } from './clients.service';
+import { CodeGrantService } from './code-grant.service';
+import { ConsentService } from './consent.service';
+import { AuthorizationCode } from './entities/authorization-code.entity';
+import { Client } from './entities/client.entity';
+import { Consent } from './entities/consent.entity';
+import { Grant } from './entities/grant.entity';
+import { RefreshToken } from './entities/refresh-token.entity';
+import { Session } from './entities/session.entity';
+import { GrantRevocationService } from './grant-revocation.service';
+import { IntrospectionController } from './introspection.controller';
+import { IntrospectionService } from './introspection.service';
+import { LoginController } from './login.controller';
+import { MetadataController } from './metadata.controller';
+import { OAuthConfig } from './oauth.config';
+import { oauthPagesProvider } from './custom-pages.module';
+import { OAuthPages } from './pages';
+import { RefreshGrantService } from './refresh-grant.service';
+import { RevocationController } from './revocation.controller';
+import { SessionsService } from './sessions.service';
+import { TokenController } from './token.controller';
+import { TokenIssuer } from './token-issuer.service';
+
+const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
+
+/**
+ * The authorization server: clients, login sessions, consent, the authorization-code and refresh-token grants,
+ * revocation, introspection and metadata. It signs with the keys module's active key and revokes through the
+ * auth module's revoked-grants list; it reads users through `UsersService` and learns of a user's deletion by the
+ * `user.deleting` event.
+ */
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([Client, Session, AuthorizationCode, Grant, RefreshToken, Consent]),
+    oauthConfig,
+    JwtModule.register({}),
+    AuthModule,
+    KeysModule,
+    UsersModule,
+  ],
+  controllers: [MetadataController, AuthorizeController, LoginController, TokenController, RevocationController, IntrospectionController],
+  providers: [
+    ClientsService,
+    ClientAuthGuard,
+    SessionsService,
+    ConsentService,
+    AuthorizationRequestValidator,
+    TokenIssuer,
+    CodeGrantService,
+    RefreshGrantService,
+    GrantRevocationService,
+    IntrospectionService,
+    oauthPagesProvider,
+  ],
+  exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],
+})
+export class OAuthModule {}

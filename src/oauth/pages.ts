@@ -1,0 +1,132 @@
+import { Injectable } from '@nestjs/common';
+import type { Response } from 'express';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+const STYLE = `
+:root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--bg:#f6f8fa;--card:#fff;--line:#d0d7de;--accent:#0b5fff;--danger:#b42318}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9da7b3;--bg:#0d1117;--card:#161b22;--line:#30363d;--accent:#4c8dff;--danger:#ff7b72}}
+*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--bg);color:var(--fg)}
+main{max-width:26rem;margin:0 auto;padding:2rem 1rem}
+.card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem}
+h1{font-size:1.35rem;margin:0 0 .25rem}p.lead{color:var(--muted);margin:0 0 1.25rem}
+label{display:block;font-weight:600;margin:.75rem 0 .25rem}
+input[type=email],input[type=password]{width:100%;padding:.65rem .75rem;font:inherit;border:1px solid var(--line);border-radius:8px;background:transparent;color:inherit}
+input:focus,button:focus{outline:3px solid color-mix(in srgb,var(--accent) 40%,transparent);outline-offset:1px}
+button{font:inherit;font-weight:600;padding:.7rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;width:100%;margin-top:1.25rem}
+button.secondary{background:transparent;color:var(--fg);border-color:var(--line)}
+.actions{display:flex;gap:.75rem}.actions button{flex:1}
+.error{color:var(--danger);border:1px solid var(--danger);border-radius:8px;padding:.6rem .75rem;margin:0 0 1rem}
+ul.scopes{padding-left:1.1rem;margin:.5rem 0 0}ul.scopes li{margin:.35rem 0}code{font-size:.9em;word-break:break-all}
+footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
+`;
+
+/**
+ * Sends a page of the authorization server with the headers every such page needs, whatever its content: not
+ * frameable, no referrer, no external assets, never cached.
+ */
+export function sendHtml(res: Response, status: number, html: string): void {
+  res.status(status);
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader(
+    'Content-Security-Policy',
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'",
+  );
+  res.send(html);
+}
+
+function hidden(name: string, value: string | undefined): string {
+  return value === undefined ? '' : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
+}
+
+export interface LoginPageView {
+  returnTo: string;
+  csrf: string;
+  /** A generic failure message after wrong credentials. */
+  error?: string;
+  email?: string;
+}
+
+export interface ConsentPageView {
+  clientName: string;
+  scopes: { name: string; description: string }[];
+  csrf: string;
+  /** The authorization request's parameters, carried back as hidden fields. */
+  params: Record<string, string | undefined>;
+}
+
+/**
+ * The HTML of the login, consent and error pages. A team rebrands them with a subclass registered through
+ * `CustomPagesModule.use(...)` (see README, "Rebranding the pages"); the form fields and the security headers stay
+ * the same.
+ */
+@Injectable()
+export class OAuthPages {
+  /** The sign-in form: posts `email`, `password`, `return_to` and `csrf` to `/login`. */
+  login(opts: LoginPageView): string {
+    return this.document(
+      'Sign in',
+      `<div class="card">
+<h1>Sign in</h1><p class="lead">Use your account to continue.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/login">
+${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${escapeHtml(opts.email ?? '')}" autofocus>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
+<button type="submit">Sign in</button>
+</form></div>`,
+    );
+  }
+
+  /** The consent form: posts the request's parameters, `csrf` and `decision=allow|deny` to `/authorize/consent`. */
+  consent(opts: ConsentPageView): string {
+    const items = opts.scopes
+      .map((s) => `<li><strong>${escapeHtml(s.description)}</strong><br><code>${escapeHtml(s.name)}</code></li>`)
+      .join('');
+    const fields = Object.entries(opts.params)
+      .map(([k, v]) => hidden(k, v))
+      .join('');
+    return this.document(
+      `Allow ${opts.clientName}?`,
+      `<div class="card">
+<h1>${escapeHtml(opts.clientName)} wants access to your account</h1>
+<p class="lead">If you allow it, <strong>${escapeHtml(opts.clientName)}</strong> will be able to:</p>
+<ul class="scopes">${items}</ul>
+<form method="post" action="/authorize/consent">
+${fields}${hidden('csrf', opts.csrf)}
+<div class="actions">
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+<button type="submit" name="decision" value="allow">Allow</button>
+</div>
+</form></div>
+<footer>You can revoke this access at any time.</footer>`,
+    );
+  }
+
+  /** An error the user sees instead of a redirect (a bad client or redirect URI, an expired form). */
+  error(title: string, message: string): string {
+    return this.document(
+      title,
+      `<div class="card"><h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>
+<p class="lead">The application that sent you here is misconfigured or the link is broken. Nothing was shared.</p></div>`,
+    );
+  }
+
+  /** The HTML document around every page: inline styles only (the pages' CSP allows nothing else). */
+  document(title: string, body: string): string {
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+<body><main>${body}</main></body></html>`;
+  }
+}

@@ -1,0 +1,25 @@
+import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
+import { Public } from '../auth/auth.decorators';
+import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
+import type { Client } from './entities/client.entity';
+import { GrantRevocationService } from './grant-revocation.service';
+import { OAuthError } from './oauth-error';
+import { OAuthErrorFilter } from './oauth-error.filter';
+
+/** The revocation endpoint (RFC 7009). */
+@Public()
+@Controller('revoke')
+@UseFilters(OAuthErrorFilter)
+export class RevocationController {
+  constructor(private readonly revocation: GrantRevocationService) {}
+
+  @Post()
+  @UseGuards(ClientAuthGuard)
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  async revoke(@AuthenticatedClient() client: Client, @OAuthForm() form: Record<string, string>): Promise<void> {
+    if (!form.token) throw new OAuthError('invalid_request', 'token is required.');
+    await this.revocation.revokeToken(client, form.token);
+  }
+}

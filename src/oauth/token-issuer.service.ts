@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { JwtService } from '@nestjs/jwt';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { SigningKeysService } from '../keys/signing-keys.service';
+import type { Grant } from './entities/grant.entity';
+import { RefreshToken } from './entities/refresh-token.entity';
+import { hashSecret, randomSecret } from './secrets';
+
+/** The success body of the token endpoint (RFC 6749 5.1). */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+
+export interface AccessTokenClaims {
+  sub: string;
+  clientId: string;
+  scope: string;
+  grantId: string;
+}
+
+export interface MintedAccessToken {
+  token: string;
+  jti: string;
+  exp: number;
+}
+
+/**
+ * Issues what a grant yields: an RFC 9068 access token (RS256, `typ: at+jwt`, signed through `@nestjs/jwt` with
+ * the active key from the keys module) and a new refresh token, stored only as a hash.
+ */
+@Injectable()
+export class TokenIssuer {
+  constructor(
+    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly jwt: JwtService,
+    private readonly keys: SigningKeysService,
+    private readonly config: AppConfig,
+  ) {}
+
+  mintAccessToken(claims: AccessTokenClaims): MintedAccessToken {
+    const key = this.keys.activeKey();
+    const iat = Math.floor(Date.now() / 1000);
+    const exp = iat + this.config.accessTokenTtl;
+    const jti = randomUUID();
+    const token = this.jwt.sign(
+      { client_id: claims.clientId, scope: claims.scope, gid: claims.grantId, iat, exp },
+      {
+        algorithm: 'RS256',
+        privateKey: key.privateKey,
+        keyid: key.kid,
+        header: { alg: 'RS256', typ: 'at+jwt', kid: key.kid },
+        issuer: this.config.issuer,
+        subject: claims.sub,
+        audience: this.config.audience,
+        jwtid: jti,
+      },
+    );
+    return { token, jti, exp };
+  }
+
+  /** Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). */
+  async issue(grant: Grant, scope: string, now: number, refreshScope = scope): Promise<TokenResponse> {
+    const refresh = randomSecret(32);
+    await this.refreshTokens.insert({
+      tokenHash: hashSecret(refresh),
+      grantId: grant.id,
+      clientId: grant.clientId,
+      userId: grant.userId,
+      scope: refreshScope,
+      createdAt: now,
+      // The family's lifetime is absolute: rotation never extends it.
+      expiresAt: grant.expiresAt,
+      rotatedAt: null,
+    });
+    const access = this.mintAccessToken({ sub: grant.userId, clientId: grant.clientId, scope, grantId: grant.id });
+    return {
+      access_token: access.token,
+      token_type: 'Bearer',
+      expires_in: this.config.accessTokenTtl,
+      refresh_token: refresh,
+      scope,
+    };
+  }
+}

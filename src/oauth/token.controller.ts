@@ -1,0 +1,42 @@
+import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
+import { Public } from '../auth/auth.decorators';
+import { RateLimit } from '../common/rate-limit/rate-limit';
+import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
+import { CodeGrantService } from './code-grant.service';
+import type { Client } from './entities/client.entity';
+import { OAuthError } from './oauth-error';
+import { OAuthErrorFilter } from './oauth-error.filter';
+import { RefreshGrantService } from './refresh-grant.service';
+import type { TokenResponse } from './token-issuer.service';
+
+/** The token endpoint (RFC 6749 3.2): the authorization-code and refresh-token grants. */
+@Public()
+@Controller('token')
+@UseFilters(OAuthErrorFilter)
+export class TokenController {
+  constructor(
+    private readonly codeGrant: CodeGrantService,
+    private readonly refreshGrant: RefreshGrantService,
+  ) {}
+
+  @Post()
+  // Decorators apply bottom-up, so the rate limit is checked before the client is authenticated.
+  @UseGuards(ClientAuthGuard)
+  @RateLimit('token')
+  @HttpCode(200)
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  async token(@AuthenticatedClient() client: Client, @OAuthForm() form: Record<string, string>): Promise<TokenResponse> {
+    switch (form.grant_type) {
+      case undefined:
+      case '':
+        throw new OAuthError('invalid_request', 'grant_type is required.');
+      case 'authorization_code':
+        return this.codeGrant.exchange(client, { code: form.code, redirectUri: form.redirect_uri, codeVerifier: form.code_verifier });
+      case 'refresh_token':
+        return this.refreshGrant.refresh(client, form.refresh_token, form.scope);
+      default:
+        throw new OAuthError('unsupported_grant_type', 'Supported: authorization_code, refresh_token.');
+    }
+  }
+}
