@@ -17,7 +17,7 @@ import {
   signedIn,
   token,
 } from '../support/oauth';
-import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
+import { ALL_SCOPES, TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
 
 /** The answer to a request whose client or redirect URI cannot be trusted: an HTML page, never a redirect. */
 function expectErrorPage(res: Response): void {
@@ -282,7 +282,7 @@ describe('GET /authorize', () => {
       const { browser } = await signedIn(t);
       const code = await authorizeCode(browser, client);
       const res = await token(t, client, { grant_type: 'authorization_code', code });
-      expect(res.body.scope.split(' ').sort()).toEqual(['orders:read', 'orders:write', 'users:read', 'users:write']);
+      expect(res.body.scope.split(' ').sort()).toEqual([...ALL_SCOPES].sort());
     });
 
     it('omits state from the redirect when the request had none', async () => {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Generates a module into a scratch clone of this repository and checks it as a team would meet it: the generator
+# touches no existing file but src/features.ts, the result type-checks and lints, and the generated e2e suite passes
+# (with the route inventory and OpenAPI checks) on SQLite and, when TEST_DATABASE_URL is set, on PostgreSQL.
+# Usage: scripts/check-generated-module.sh <reports-dir>   (writes generated-sqlite.json / generated-postgres.json)
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+REPORTS="${1:?reports dir}"
+NAME=stock-items
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+git clone -q --no-hardlinks "$ROOT" "$WORK/repo" || exit 1
+cd "$WORK/repo" || exit 1
+ln -s "$ROOT/node_modules" node_modules
+
+node scripts/generate-module.mjs "$NAME" || { echo "generator failed"; exit 1; }
+changed="$(git status --porcelain --untracked-files=no | awk '{print $2}')"
+if [ "$changed" != "src/features.ts" ]; then
+  echo "the generator changed existing files other than src/features.ts: $changed"
+  exit 1
+fi
+echo "existing files the generator touched: $changed"
+npx tsc -p tsconfig.json --noEmit || { echo "generated module does not type-check"; exit 1; }
+npx eslint "src/$NAME" "test/e2e/$NAME.e2e-spec.ts" src/features.ts || { echo "generated module fails lint"; exit 1; }
+npx prettier --check "src/$NAME" "test/e2e/$NAME.e2e-spec.ts" src/features.ts || { echo "generated module is not formatted"; exit 1; }
+
+SUITES=("test/e2e/$NAME.e2e-spec.ts" test/e2e/route-inventory.e2e-spec.ts test/e2e/operations.e2e-spec.ts)
+rc=0
+env -u TEST_DATABASE_URL npx vitest run "${SUITES[@]}" --reporter=default --reporter=json --outputFile.json="$REPORTS/generated-sqlite.json" || rc=1
+if [ -n "${TEST_DATABASE_URL:-}" ]; then
+  npx vitest run "${SUITES[@]}" --reporter=default --reporter=json --outputFile.json="$REPORTS/generated-postgres.json" || rc=1
+fi
+exit $rc

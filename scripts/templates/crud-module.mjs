@@ -1,0 +1,551 @@
+// The files of a generated CRUD module (see scripts/generate-module.mjs). Each template is the house style: copy
+// it, not around it. Placeholders are derived from the collection's plural and singular kebab-case names.
+
+const pascal = (kebab) => kebab.replace(/(^|-)([a-z0-9])/g, (_, __, c) => c.toUpperCase());
+const camel = (kebab) => pascal(kebab).replace(/^./, (c) => c.toLowerCase());
+const snake = (kebab) => kebab.replace(/-/g, '_');
+
+export function moduleNames({ plural, singular }) {
+  return {
+    plural, // products
+    singular, // product
+    Plural: pascal(plural), // Products
+    Singular: pascal(singular), // Product
+    singularVar: camel(singular), // product
+    pluralVar: camel(plural), // products
+    table: snake(plural), // products
+    idParam: `${camel(singular)}Id`, // productId
+    moduleClass: `${pascal(plural)}Module`,
+  };
+}
+
+/** Every file of the module, keyed by its path from the project root. */
+export function renderModule({ plural, singular, timestamp }) {
+  const n = moduleNames({ plural, singular });
+  const dir = `src/${plural}`;
+  return {
+    names: n,
+    files: {
+      [`${dir}/${singular}.entity.ts`]: entity(n),
+      [`${dir}/${plural}.scopes.ts`]: scopes(n),
+      [`${dir}/${plural}.errors.ts`]: errors(n),
+      [`${dir}/dto/create-${singular}.dto.ts`]: createDto(n),
+      [`${dir}/dto/update-${singular}.dto.ts`]: updateDto(n),
+      [`${dir}/dto/list-${plural}-query.dto.ts`]: listQueryDto(n),
+      [`${dir}/dto/${singular}-response.dto.ts`]: responseDto(n),
+      [`${dir}/${plural}.service.ts`]: service(n),
+      [`${dir}/${plural}.controller.ts`]: controller(n),
+      [`${dir}/${plural}.module.ts`]: module(n),
+      [`${dir}/migrations/${timestamp}-create-${plural}.ts`]: migration(n, timestamp),
+      [`test/e2e/${plural}.e2e-spec.ts`]: e2eSpec(n),
+    },
+  };
+}
+
+const entity = (n) => `import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../database/columns';
+
+@Entity('${n.table}')
+export class ${n.Singular} {
+  @PrimaryColumn({ type: 'varchar', length: 36 })
+  id: string;
+
+  /** Unique: a second ${n.singular} with the same name is answered 409. */
+  @Column({ type: 'varchar', length: 200 })
+  name: string;
+
+  @Column({ type: 'varchar', length: 2000, nullable: true })
+  description: string | null;
+
+  @EpochMsColumn()
+  createdAt: number;
+
+  @EpochMsColumn()
+  updatedAt: number;
+}
+`;
+
+const scopes = (n) => `import { defineScopes } from '../auth/scopes';
+
+/** The scopes of this module; the descriptions are what the consent page and the OpenAPI document show. */
+export const ${n.Plural}Scope = defineScopes({
+  read: { name: '${n.plural}:read', description: 'See ${n.plural.replace(/-/g, ' ')}' },
+  write: { name: '${n.plural}:write', description: 'Create, change and delete ${n.plural.replace(/-/g, ' ')}' },
+});
+`;
+
+const errors = (n) => `import { defineErrors } from '../common/domain-error';
+
+/** The error codes of this module and how each is answered (problem type \`urn:problem-type:<code>\`). */
+export const ${n.Plural}Error = defineErrors({
+  NotFound: { code: '${n.singular}-not-found', status: 404 },
+  NameTaken: { code: '${n.singular}-name-taken', status: 409 },
+});
+`;
+
+const createDto = (n) => `import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsString, Length } from 'class-validator';
+import { OptionalField } from '../../common/validation';
+
+export class Create${n.Singular}Dto {
+  @ApiProperty({ minLength: 1, maxLength: 200 })
+  @IsString({ message: 'name must be a string' })
+  @Length(1, 200, { message: 'name must be 1 to 200 characters' })
+  name: string;
+
+  @ApiPropertyOptional({ maxLength: 2000 })
+  @OptionalField()
+  @IsString({ message: 'description must be a string' })
+  @Length(0, 2000, { message: 'description must be at most 2000 characters' })
+  description?: string;
+}
+`;
+
+const updateDto = (n) => `import { Create${n.Singular}Dto } from './create-${n.singular}.dto';
+
+/** PUT replaces the ${n.singular}: the fields of a new one (a left-out \`description\` is cleared). */
+export class Update${n.Singular}Dto extends Create${n.Singular}Dto {}
+`;
+
+const listQueryDto = (n) => `import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional } from 'class-validator';
+import { PageQueryDto } from '../../common/pagination';
+import { OneOf } from '../../common/validation';
+
+export const ${n.Singular.toUpperCase()}_SORT_KEYS = ['createdAt', 'name'] as const;
+export type ${n.Singular}SortKey = (typeof ${n.Singular.toUpperCase()}_SORT_KEYS)[number];
+
+export class List${n.Plural}QueryDto extends PageQueryDto {
+  @ApiPropertyOptional({ enum: ${n.Singular.toUpperCase()}_SORT_KEYS, default: 'createdAt', description: 'ties are broken by id' })
+  @IsOptional()
+  @OneOf('sort', ${n.Singular.toUpperCase()}_SORT_KEYS)
+  sort?: ${n.Singular}SortKey;
+}
+`;
+
+const responseDto = (n) => `import { ApiProperty } from '@nestjs/swagger';
+import { PageInfoDto } from '../../common/pagination';
+import type { ${n.Singular} } from '../${n.singular}.entity';
+
+export class ${n.Singular}ResponseDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ type: 'string', nullable: true }) description: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
+
+  static from(row: ${n.Singular}): ${n.Singular}ResponseDto {
+    const dto = new ${n.Singular}ResponseDto();
+    dto.id = row.id;
+    dto.name = row.name;
+    dto.description = row.description;
+    dto.createdAt = new Date(row.createdAt).toISOString();
+    dto.updatedAt = new Date(row.updatedAt).toISOString();
+    return dto;
+  }
+}
+
+export class ${n.Singular}PageResponseDto {
+  @ApiProperty({ type: [${n.Singular}ResponseDto] }) data: ${n.Singular}ResponseDto[];
+  @ApiProperty({ type: PageInfoDto }) page: PageInfoDto;
+}
+`;
+
+const service = (n) => `import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { isUniqueViolation } from '../common/database-errors';
+import { DomainError } from '../common/domain-error';
+import type { Page } from '../common/pagination';
+import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
+import type { List${n.Plural}QueryDto, ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
+import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
+import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
+import { ${n.Singular} } from './${n.singular}.entity';
+import { ${n.Plural}Error } from './${n.plural}.errors';
+
+/** Sort keys map to columns through this allow-list only: a query value never reaches the SQL text. */
+const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.created_at', name: 'row.name' };
+
+@Injectable()
+export class ${n.Plural}Service {
+  constructor(@InjectRepository(${n.Singular}) private readonly ${n.pluralVar}: Repository<${n.Singular}>) {}
+
+  async list(query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
+    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
+    const qb = this.${n.pluralVar}
+      .createQueryBuilder('row')
+      .orderBy(SORT_COLUMNS[query.sort ?? 'createdAt'], direction)
+      .addOrderBy('row.id', direction);
+    const [rows, total] = await Promise.all([qb.clone().offset(query.offset).limit(query.limit).getMany(), qb.getCount()]);
+    return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
+  }
+
+  async get(id: string): Promise<${n.Singular}ResponseDto> {
+    return ${n.Singular}ResponseDto.from(await this.find(id));
+  }
+
+  async create(dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
+    const now = Date.now();
+    const row = this.${n.pluralVar}.create({ id: randomUUID(), name: dto.name, description: dto.description ?? null, createdAt: now, updatedAt: now });
+    await this.write(() => this.${n.pluralVar}.insert(row));
+    return ${n.Singular}ResponseDto.from(row);
+  }
+
+  async update(id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
+    const row = await this.find(id);
+    Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
+    const result = await this.write(() =>
+      this.${n.pluralVar}.update({ id }, { name: row.name, description: row.description, updatedAt: row.updatedAt }),
+    );
+    // Deleted between the read and the write.
+    if (result.affected === 0) throw notFound();
+    return ${n.Singular}ResponseDto.from(row);
+  }
+
+  async remove(id: string): Promise<void> {
+    const result = await this.${n.pluralVar}.delete({ id });
+    if (!result.affected) throw notFound();
+  }
+
+  private async find(id: string): Promise<${n.Singular}> {
+    const row = await this.${n.pluralVar}.findOneBy({ id });
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** Runs an insert or update, answering the unique index on \`name\` with a 409 instead of a 500. */
+  private async write<T>(statement: () => Promise<T>): Promise<T> {
+    try {
+      return await statement();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, 'A ${n.singular.replace(/-/g, ' ')} with this name already exists.');
+      throw error;
+    }
+  }
+}
+
+function notFound(): DomainError {
+  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
+}
+`;
+
+const controller = (n) => `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Scopes } from '../auth/auth.decorators';
+import { ApiProblems } from '../common/openapi';
+import type { Page } from '../common/pagination';
+import { NoQueryParams, UuidParamPipe } from '../common/validation';
+import { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
+import { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
+import { ${n.Singular}PageResponseDto, ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
+import { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
+import { ${n.Plural}Scope } from './${n.plural}.scopes';
+import { ${n.Plural}Service } from './${n.plural}.service';
+
+/**
+ * Every route declares its access (\`@Scopes\`, or \`@Public()\`; \`@Roles('admin')\` where only administrators may
+ * call it) and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
+ */
+@ApiTags('${n.plural}')
+@Controller('${n.plural}')
+export class ${n.Plural}Controller {
+  constructor(private readonly ${n.pluralVar}: ${n.Plural}Service) {}
+
+  @Get()
+  @Scopes(${n.Plural}Scope.read)
+  @ApiOkResponse({ type: ${n.Singular}PageResponseDto })
+  list(@Query() query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
+    return this.${n.pluralVar}.list(query);
+  }
+
+  @Get(':${n.idParam}')
+  @Scopes(${n.Plural}Scope.read)
+  @ApiOkResponse({ type: ${n.Singular}ResponseDto })
+  @ApiProblems(404)
+  get(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<${n.Singular}ResponseDto> {
+    return this.${n.pluralVar}.get(id);
+  }
+
+  @Post()
+  @Scopes(${n.Plural}Scope.write)
+  @ApiCreatedResponse({ type: ${n.Singular}ResponseDto, description: 'Location: /${n.plural}/{id}' })
+  @ApiProblems(409, 413)
+  async create(
+    @Body() body: Create${n.Singular}Dto,
+    @NoQueryParams() _query: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<${n.Singular}ResponseDto> {
+    const created = await this.${n.pluralVar}.create(body);
+    res.location(\`/${n.plural}/\${created.id}\`);
+    return created;
+  }
+
+  @Put(':${n.idParam}')
+  @Scopes(${n.Plural}Scope.write)
+  @ApiOkResponse({ type: ${n.Singular}ResponseDto })
+  @ApiProblems(404, 409, 413)
+  update(
+    @Param('${n.idParam}', UuidParamPipe) id: string,
+    @Body() body: Update${n.Singular}Dto,
+    @NoQueryParams() _query: unknown,
+  ): Promise<${n.Singular}ResponseDto> {
+    return this.${n.pluralVar}.update(id, body);
+  }
+
+  @Delete(':${n.idParam}')
+  @Scopes(${n.Plural}Scope.write)
+  @HttpCode(204)
+  @ApiNoContentResponse()
+  @ApiProblems(404)
+  remove(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<void> {
+    return this.${n.pluralVar}.remove(id);
+  }
+}
+`;
+
+const module = (n) => `import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ${n.Singular} } from './${n.singular}.entity';
+import { ${n.Plural}Controller } from './${n.plural}.controller';
+import { ${n.Plural}Service } from './${n.plural}.service';
+
+/** Listed in src/features.ts; its migration is found in ./migrations by file name. */
+@Module({
+  imports: [TypeOrmModule.forFeature([${n.Singular}])],
+  controllers: [${n.Plural}Controller],
+  providers: [${n.Plural}Service],
+})
+export class ${n.moduleClass} {}
+`;
+
+const migration = (n, timestamp) => `import { type MigrationInterface, type QueryRunner, Table, TableIndex } from 'typeorm';
+
+/** The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). */
+export class Create${n.Plural}${timestamp} implements MigrationInterface {
+  name = 'Create${n.Plural}${timestamp}';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.createTable(
+      new Table({
+        name: '${n.table}',
+        columns: [
+          { name: 'id', type: 'varchar', length: '36', isPrimary: true },
+          { name: 'name', type: 'varchar', length: '200' },
+          { name: 'description', type: 'varchar', length: '2000', isNullable: true },
+          { name: 'created_at', type: 'bigint' },
+          { name: 'updated_at', type: 'bigint' },
+        ],
+      }),
+    );
+    await q.createIndex('${n.table}', new TableIndex({ name: 'uq_${n.table}_name', columnNames: ['name'], isUnique: true }));
+    await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_name', columnNames: ['name', 'id'] }));
+    await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_created', columnNames: ['created_at', 'id'] }));
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.dropTable('${n.table}');
+  }
+}
+`;
+
+const e2eSpec = (n) => `import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ${n.Plural}Scope } from '../../src/${n.plural}/${n.plural}.scopes';
+import { expectProblem, expectValidationProblem } from '../support/problem';
+import { type TestApp, bearer, createTestApp } from '../support/test-app';
+
+const KEYS = ['createdAt', 'description', 'id', 'name', 'updatedAt'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ISO = /^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$/;
+
+describe('${n.plural} API', () => {
+  let t: TestApp;
+  let reader: string;
+  let writer: string;
+  let unrelated: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    const user = await t.createUser();
+    reader = await t.token(user.id, [${n.Plural}Scope.read]);
+    writer = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    unrelated = await t.token(user.id, ['users:read']);
+  });
+  afterAll(() => t.close());
+
+  /** A name no other test uses: the names are unique. */
+  const uniqueName = (prefix = 'item') => \`\${prefix}-\${randomUUID().slice(0, 8)}\`;
+
+  async function create(body: Record<string, unknown> = {}) {
+    const res = await t
+      .http()
+      .post('/${n.plural}')
+      .set(...bearer(writer))
+      .send({ name: uniqueName(), ...body });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { id: string; name: string; description: string | null; createdAt: string; updatedAt: string };
+  }
+
+  describe('POST /${n.plural}', () => {
+    it('creates one: 201, Location, exactly the documented fields', async () => {
+      const name = uniqueName('created');
+      const res = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(writer))
+        .send({ name, description: 'The first one' });
+      expect(res.status).toBe(201);
+      expect(res.headers['content-type']).toMatch(/^application\\/json/);
+      expect(Object.keys(res.body).sort()).toEqual(KEYS);
+      expect(res.body).toEqual({
+        id: expect.stringMatching(UUID),
+        name,
+        description: 'The first one',
+        createdAt: expect.stringMatching(ISO),
+        updatedAt: res.body.createdAt,
+      });
+      expect(res.headers.location).toBe(\`/${n.plural}/\${res.body.id}\`);
+      const read = await t.http().get(res.headers.location).set(...bearer(reader));
+      expect(read.status).toBe(200);
+      expect(read.body).toEqual(res.body);
+    });
+
+    it('stores a left-out description as null', async () => {
+      const created = await create();
+      expect(created.description).toBeNull();
+    });
+
+    it('answers 409 ${n.singular}-name-taken to a second one with the same name, and keeps the first', async () => {
+      const first = await create();
+      const res = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(writer))
+        .send({ name: first.name });
+      expectProblem(res, 409, '/${n.plural}');
+      expect(res.body.type).toBe('urn:problem-type:${n.singular}-name-taken');
+      const read = await t.http().get(\`/${n.plural}/\${first.id}\`).set(...bearer(reader));
+      expect(read.body).toEqual(first);
+    });
+
+    it('answers 400 naming every bad field: missing name, wrong types, unknown fields, null', async () => {
+      const res = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(writer))
+        .send({ description: null, colour: 'red' });
+      expectValidationProblem(res, '/${n.plural}', ['colour', 'description', 'name']);
+      const long = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(writer))
+        .send({ name: 'x'.repeat(201), description: 7 });
+      expectValidationProblem(long, '/${n.plural}', ['description', 'name']);
+    });
+
+    it('answers 403 insufficient_scope to a token without ${n.plural}:write, and creates nothing', async () => {
+      const name = uniqueName('refused');
+      const res = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(reader))
+        .send({ name });
+      expectProblem(res, 403, '/${n.plural}');
+      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="${n.plural}:write"');
+      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
+      expect(list.body.data.map((row: { name: string }) => row.name)).not.toContain(name);
+    });
+  });
+
+  describe('GET /${n.plural}', () => {
+    it('answers 401 with the bearer challenge without a token', async () => {
+      const res = await t.http().get('/${n.plural}');
+      expectProblem(res, 401, '/${n.plural}');
+      expect(res.headers['www-authenticate']).toBe('Bearer realm="api"');
+    });
+
+    it('answers 403 insufficient_scope to a token without ${n.plural}:read', async () => {
+      const res = await t.http().get('/${n.plural}').set(...bearer(unrelated));
+      expectProblem(res, 403, '/${n.plural}');
+      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="${n.plural}:read"');
+    });
+
+    it('pages and sorts in the database, ties broken by id', async () => {
+      const prefix = \`sorted-\${randomUUID().slice(0, 6)}\`;
+      for (const suffix of ['c', 'a', 'b']) await create({ name: \`\${prefix}-\${suffix}\` });
+      const all = await t.http().get('/${n.plural}?sort=name&order=desc&limit=100').set(...bearer(reader));
+      expect(all.status).toBe(200);
+      const names = (all.body.data as { name: string }[]).map((row) => row.name).filter((name) => name.startsWith(prefix));
+      expect(names).toEqual([\`\${prefix}-c\`, \`\${prefix}-b\`, \`\${prefix}-a\`]);
+      expect(all.body.page).toEqual({ limit: 100, offset: 0, total: all.body.data.length });
+
+      const byCreation = await t.http().get('/${n.plural}?sort=createdAt&limit=100').set(...bearer(reader));
+      const times = (byCreation.body.data as { createdAt: string }[]).map((row) => Date.parse(row.createdAt));
+      expect(times).toEqual([...times].sort((a, b) => a - b));
+      const page = await t.http().get('/${n.plural}?sort=createdAt&limit=2&offset=1').set(...bearer(reader));
+      expect(page.status).toBe(200);
+      expect(page.body.data).toEqual(byCreation.body.data.slice(1, 3));
+      expect(page.body.page).toEqual({ limit: 2, offset: 1, total: all.body.page.total });
+    });
+
+    it('answers 400 naming a bad sort key with the allowed values, and unknown parameters', async () => {
+      const res = await t.http().get('/${n.plural}?sort=description&colour=red').set(...bearer(reader));
+      const errors = expectValidationProblem(res, '/${n.plural}', ['colour', 'sort']);
+      expect(errors.sort).toBe('sort must be one of: createdAt, name');
+    });
+  });
+
+  describe('GET, PUT and DELETE /${n.plural}/{${n.idParam}}', () => {
+    it('replaces one with PUT: a left-out description is cleared, updatedAt moves on', async () => {
+      const created = await create({ description: 'before' });
+      const name = uniqueName('renamed');
+      const res = await t.http().put(\`/${n.plural}/\${created.id}\`).set(...bearer(writer)).send({ name });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ ...created, name, description: null, updatedAt: expect.stringMatching(ISO) });
+      expect(Date.parse(res.body.updatedAt)).toBeGreaterThan(Date.parse(created.updatedAt));
+    });
+
+    it("answers 409 to a PUT that takes another one's name, and changes nothing", async () => {
+      const [first, second] = [await create(), await create()];
+      const res = await t.http().put(\`/${n.plural}/\${second.id}\`).set(...bearer(writer)).send({ name: first.name });
+      expectProblem(res, 409, \`/${n.plural}/\${second.id}\`);
+      const read = await t.http().get(\`/${n.plural}/\${second.id}\`).set(...bearer(reader));
+      expect(read.body).toEqual(second);
+    });
+
+    it('deletes one: 204 with no body, then 404 on every route', async () => {
+      const created = await create();
+      const path = \`/${n.plural}/\${created.id}\`;
+      const res = await t.http().delete(path).set(...bearer(writer));
+      expect(res.status).toBe(204);
+      expect(res.text).toBe('');
+      for (const again of [
+        t.http().get(path).set(...bearer(reader)),
+        t.http().put(path).set(...bearer(writer)).send({ name: uniqueName() }),
+        t.http().delete(path).set(...bearer(writer)),
+      ]) {
+        const answer = await again;
+        expectProblem(answer, 404, path);
+        expect(answer.body.type).toBe('urn:problem-type:${n.singular}-not-found');
+      }
+    });
+
+    it('answers 403 to PUT and DELETE with a read-only token, and changes nothing', async () => {
+      const created = await create();
+      const path = \`/${n.plural}/\${created.id}\`;
+      expectProblem(await t.http().put(path).set(...bearer(reader)).send({ name: uniqueName() }), 403, path);
+      expectProblem(await t.http().delete(path).set(...bearer(reader)), 403, path);
+      expect((await t.http().get(path).set(...bearer(reader))).body).toEqual(created);
+    });
+
+    it('answers 400 naming ${n.idParam} when the id is not a UUID, and 404 for an unknown one', async () => {
+      expectValidationProblem(await t.http().get('/${n.plural}/not-a-uuid').set(...bearer(reader)), '/${n.plural}/not-a-uuid', ['${n.idParam}']);
+      const unknown = \`/${n.plural}/\${randomUUID()}\`;
+      expectProblem(await t.http().get(unknown).set(...bearer(reader)), 404, unknown);
+    });
+  });
+});
+`;
