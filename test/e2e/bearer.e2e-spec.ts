@@ -4,16 +4,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { expectProblem } from '../support/problem';
 import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
+import { orderBody, profileOf } from '../support/factories';
 import {
-  HIGH_RATE_LIMITS,
+  NO_RATE_LIMITS,
   b64url,
-  codeFlowTokens,
+  backChannel,
   decodeJwt,
   genuineClaims,
+  issueTokens,
   publishedJwks,
   signWithForeignKey,
   signWithServiceKey,
-} from '../support/tokens';
+} from '../support/oauth';
 
 const REALM = 'Bearer realm="api"';
 const INVALID_TOKEN = 'Bearer error="invalid_token"';
@@ -26,7 +28,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
   let jwk: JWK;
 
   beforeAll(async () => {
-    t = await createTestApp(HIGH_RATE_LIMITS);
+    t = await createTestApp(NO_RATE_LIMITS);
     user = await t.createUser();
     other = await t.createUser();
     [jwk] = await publishedJwks(t);
@@ -263,17 +265,12 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
     });
 
     it('rejects a token whose grant was revoked at POST /revoke', async () => {
-      const issued = await codeFlowTokens(t, user.id);
-      await expectAccepted(issued.accessToken);
-      const revoke = await t
-        .http()
-        .post('/revoke')
-        .auth(encodeURIComponent(issued.clientId), encodeURIComponent(issued.clientSecret))
-        .type('form')
-        .send({ token: issued.refreshToken, token_type_hint: 'refresh_token' });
+      const issued = await issueTokens(t, { user });
+      await expectAccepted(issued.access);
+      const revoke = await backChannel(t, '/revoke', issued.client, { token: issued.refresh, token_type_hint: 'refresh_token' });
       expect(revoke.status).toBe(200);
-      await expectInvalidToken(issued.accessToken);
-      await expectInvalidToken(issued.accessToken, '/api/resource');
+      await expectInvalidToken(issued.access);
+      await expectInvalidToken(issued.access, '/api/resource');
     });
 
     it('rejects a bad token with 401 before looking at a malformed id (the token is checked first)', async () => {
@@ -312,22 +309,12 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
 
     it("answers 403, not 404, when creating an order under another user's path without orders:write", async () => {
       const token = await t.token(user.id, ['orders:read']);
-      await expectInsufficient('post', `/users/${other.id}/orders`, token, 'orders:write', {
-        item: 'x',
-        quantity: 1,
-        unitPriceCents: 1,
-        currency: 'EUR',
-      });
+      await expectInsufficient('post', `/users/${other.id}/orders`, token, 'orders:write', orderBody());
     });
 
     it("answers 403, not 404, when updating another user's record without users:write", async () => {
       const token = await t.token(user.id, ['users:read']);
-      await expectInsufficient('put', `/users/${other.id}`, token, 'users:write', {
-        email: 'x@example.com',
-        name: 'x',
-        gender: 'male',
-        age: 1,
-      });
+      await expectInsufficient('put', `/users/${other.id}`, token, 'users:write', profileOf(other));
     });
 
     it('checks the scope before the input: a malformed id or body with a missing scope is 403, not 400', async () => {

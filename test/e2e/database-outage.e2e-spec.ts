@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orderBody } from '../support/factories';
 import { freePort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -28,7 +29,7 @@ describe('a PostgreSQL outage', () => {
         .http()
         .post(`/users/${user.id}/orders`)
         .set('Authorization', `Bearer ${token}`)
-        .send({ item: `before outage ${i}`, quantity: 1, unitPriceCents: 100 + i, currency: 'EUR' });
+        .send(orderBody({ item: `before outage ${i}` }));
       expect(res.status).toBe(201);
       created.push(res.body.id as string);
     }
@@ -46,7 +47,7 @@ describe('a PostgreSQL outage', () => {
       .http()
       .post(`/users/${user.id}/orders`)
       .set('Authorization', `Bearer ${token}`)
-      .send({ item: 'during outage', quantity: 1, unitPriceCents: 1, currency: 'EUR' });
+      .send(orderBody({ item: 'during outage' }));
     expect(write.status).toBe(503);
     // Token checks need no database: the resource server still answers.
     expect((await t.http().get('/api/resource').set('Authorization', `Bearer ${token}`)).status).toBe(200);
@@ -67,7 +68,7 @@ describe('a PostgreSQL outage', () => {
       .http()
       .post(`/users/${user.id}/orders`)
       .set('Authorization', `Bearer ${token}`)
-      .send({ item: 'after outage', quantity: 2, unitPriceCents: 50, currency: 'EUR' });
+      .send(orderBody({ item: 'after outage' }));
     expect(after.status).toBe(201);
   }, 90_000);
 });

@@ -5,6 +5,7 @@ import type { Scope } from '../../src/auth/scopes';
 import type { OrderResponseDto } from '../../src/orders/dto/order-response.dto';
 import { Order, type OrderStatus } from '../../src/orders/order.entity';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
+import { orderBody } from '../support/factories';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
 
@@ -14,10 +15,6 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function auth(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
-}
-
-function orderBody(overrides: Record<string, unknown> = {}) {
-  return { item: 'Widget', quantity: 3, unitPriceCents: 1250, currency: 'EUR', ...overrides };
 }
 
 function ids(rows: { id: string }[]): string[] {

@@ -9,7 +9,8 @@ import { Order } from '../../src/orders/order.entity';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { ALL_SCOPES, type TestApp, TEST_PASSWORD, createTestApp } from '../support/test-app';
-import { HIGH_RATE_LIMITS, codeFlowTokens, loginStatus } from '../support/tokens';
+import { orderBody, profileOf, uniqueEmail, userBody } from '../support/factories';
+import { Browser, NO_RATE_LIMITS, issueTokens, login } from '../support/oauth';
 
 const USER_KEYS = ['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -17,18 +18,6 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function auth(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
-}
-
-function uniqueEmail(tag = 'u'): string {
-  return `${tag}-${randomUUID().slice(0, 12)}@example.com`;
-}
-
-function newUserBody(overrides: Record<string, unknown> = {}) {
-  return { email: uniqueEmail('new'), password: 'a long enough password', name: 'New User', gender: 'other', age: 41, ...overrides };
-}
-
-function profileOf(user: UserResponseDto, overrides: Record<string, unknown> = {}) {
-  return { email: user.email, name: user.name, gender: user.gender, age: user.age, ...overrides };
 }
 
 function expectUserShape(body: Record<string, unknown>): void {
@@ -57,7 +46,7 @@ describe('users API', () => {
   let adminToken: string;
 
   beforeAll(async () => {
-    t = await createTestApp(HIGH_RATE_LIMITS);
+    t = await createTestApp(NO_RATE_LIMITS);
     admin = await t.createUser({ role: 'admin', name: 'Admin' });
     adminToken = await t.token(admin.id);
   });
@@ -328,7 +317,7 @@ describe('users API', () => {
 
   describe('POST /users', () => {
     it('creates a user: 201, Location /users/{id}, the user without password, role user by default', async () => {
-      const body = newUserBody({ name: 'Grace Hopper', gender: 'female', age: 85 });
+      const body = userBody({ name: 'Grace Hopper', gender: 'female', age: 85 });
       const res = await t
         .http()
         .post('/users')
@@ -347,7 +336,7 @@ describe('users API', () => {
         .set(...auth(adminToken));
       expect(fetched.status).toBe(200);
       expect(fetched.body).toEqual(res.body);
-      expect(await loginStatus(t, body.email, body.password)).toBe(303);
+      expect((await login(new Browser(t), body.email, body.password)).status).toBe(303);
     });
 
     it('lets an admin create another admin, who may then list users', async () => {
@@ -355,7 +344,7 @@ describe('users API', () => {
         .http()
         .post('/users')
         .set(...auth(adminToken))
-        .send(newUserBody({ role: 'admin' }));
+        .send(userBody({ role: 'admin' }));
       expect(res.status).toBe(201);
       expect(res.body.role).toBe('admin');
       const list = await t
@@ -371,7 +360,7 @@ describe('users API', () => {
         .http()
         .post('/users')
         .set(...auth(adminToken))
-        .send(newUserBody({ email: existing.email }));
+        .send(userBody({ email: existing.email }));
       expectProblem(res, 409, '/users');
     });
 
@@ -383,7 +372,7 @@ describe('users API', () => {
           .http()
           .post('/users')
           .set(...auth(adminToken))
-          .send(newUserBody({ email: variant }));
+          .send(userBody({ email: variant }));
         expectProblem(res, 409, '/users');
       }
       const listed = (await listAll('')).filter((u) => u.email.toLowerCase() === email.toLowerCase());
@@ -392,7 +381,7 @@ describe('users API', () => {
 
     it('answers 403 problem+json when a user (not an admin) creates a user, and creates nothing', async () => {
       const { token } = await userWithToken();
-      const body = newUserBody();
+      const body = userBody();
       const res = await t
         .http()
         .post('/users')
@@ -408,7 +397,7 @@ describe('users API', () => {
         .http()
         .post('/users')
         .set(...auth(token))
-        .send(newUserBody({ role: 'admin' }));
+        .send(userBody({ role: 'admin' }));
       expectProblem(res, 403, '/users');
     });
 
@@ -418,7 +407,7 @@ describe('users API', () => {
         .http()
         .post('/users')
         .set(...auth(token))
-        .send(newUserBody());
+        .send(userBody());
       expectProblem(res, 403, '/users');
       expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
     });
@@ -485,7 +474,7 @@ describe('users API', () => {
         .http()
         .put(`/users/${id}`)
         .set(...auth(adminToken))
-        .send(newUserBody({ password: undefined }));
+        .send(userBody({ password: undefined }));
       expectProblem(res, 404, `/users/${id}`);
     });
 
@@ -593,7 +582,7 @@ describe('users API', () => {
         .set(...auth(token))
         .send(profileOf(user, { name: 'No Password Change' }));
       expect(unchanged.status).toBe(200);
-      expect(await loginStatus(t, user.email, TEST_PASSWORD)).toBe(303);
+      expect((await login(new Browser(t), user.email)).status).toBe(303);
 
       const newPassword = 'another long enough password';
       const res = await t
@@ -603,8 +592,8 @@ describe('users API', () => {
         .send(profileOf(user, { password: newPassword }));
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(USER_KEYS);
-      expect(await loginStatus(t, user.email, newPassword)).toBe(303);
-      expect(await loginStatus(t, user.email, TEST_PASSWORD)).toBe(401);
+      expect((await login(new Browser(t), user.email, newPassword)).status).toBe(303);
+      expect((await login(new Browser(t), user.email, TEST_PASSWORD)).status).toBe(401);
     });
 
     it('replaces the whole profile: a body without a required field is 400 naming it', async () => {
@@ -721,11 +710,12 @@ describe('users API', () => {
           .http()
           .post(`/users/${user.id}/orders`)
           .set(...auth(token))
-          .send({ item, quantity: 1, unitPriceCents: 100, currency: 'EUR' });
+          .send(orderBody({ item }));
         expect(order.status).toBe(201);
       }
-      await codeFlowTokens(t, user.id);
-      expect(await loginStatus(t, user.email, TEST_PASSWORD)).toBe(303);
+      const browser = new Browser(t);
+      expect((await login(browser, user.email)).status).toBe(303);
+      await issueTokens(t, { browser });
       const db = t.app.get(DataSource);
       const counts = () =>
         Promise.all([Order, Session, Grant, RefreshToken].map((entity) => db.getRepository(entity).count({ where: { userId: user.id } })));
@@ -752,13 +742,13 @@ describe('users API', () => {
 
     it("makes the deleted user's access tokens answer 401 invalid_token", async () => {
       const { user, token } = await userWithToken();
-      const issued = await codeFlowTokens(t, user.id);
+      const issued = await issueTokens(t, { user });
       expect(
         (
           await t
             .http()
             .get('/api/resource')
-            .set(...auth(issued.accessToken))
+            .set(...auth(issued.access))
         ).status,
       ).toBe(200);
       expect(
@@ -773,8 +763,8 @@ describe('users API', () => {
       for (const [path, bearer] of [
         [`/users/${user.id}`, token],
         [`/users/${user.id}/orders`, token],
-        [`/users/${user.id}`, issued.accessToken],
-        ['/api/resource', issued.accessToken],
+        [`/users/${user.id}`, issued.access],
+        ['/api/resource', issued.access],
       ]) {
         const res = await t
           .http()
@@ -792,7 +782,7 @@ describe('users API', () => {
       .http()
       .post('/users')
       .set(...auth(adminToken))
-      .send(newUserBody({ password }));
+      .send(userBody({ password }));
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     const newPassword = 'another secret that must not leak';

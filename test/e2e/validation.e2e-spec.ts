@@ -1,27 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
+import { orderBody, profileOf, userBody } from '../support/factories';
 import { expectListsValues, expectProblem, expectValidationProblem } from '../support/problem';
 import { captureQueries, touchingUsersOrOrders } from '../support/queries';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 function auth(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
-}
-
-function userBody(overrides: Record<string, unknown> = {}) {
-  return {
-    email: `v-${randomUUID().slice(0, 12)}@example.com`,
-    password: 'a long enough password',
-    name: 'Valid Name',
-    gender: 'male',
-    age: 30,
-    ...overrides,
-  };
-}
-
-function orderBody(overrides: Record<string, unknown> = {}) {
-  return { item: 'Widget', quantity: 2, unitPriceCents: 150, currency: 'EUR', ...overrides };
 }
 
 /** An address of exactly 254 characters that is still a valid email (64-character local part, 63-character labels). */
@@ -505,7 +491,7 @@ describe('input rules and the error format (RFC 9457)', () => {
 
     it('rejects null for the optional fields password and role on PUT with 400 (absent is not null), and changes nothing', async () => {
       const target = await t.createUser();
-      const profile = { email: target.email, name: 'Changed', gender: target.gender, age: target.age };
+      const profile = profileOf(target, { name: 'Changed' });
       for (const field of ['password', 'role']) {
         const res = await t
           .http()
@@ -657,7 +643,7 @@ describe('input rules and the error format (RFC 9457)', () => {
 
   describe('prototype keys in input', () => {
     const raw = (extra: string) => {
-      const body = JSON.stringify(userBody());
+      const body = JSON.stringify(userBody({ name: 'Valid Name' }));
       return `${body.slice(0, -1)},${extra}}`;
     };
 

@@ -1,12 +1,15 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { SignJWT, decodeJwt } from 'jose';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { type JWK, type JWTPayload, SignJWT, generateKeyPair } from 'jose';
 import type { Response } from 'supertest';
 import { expect } from 'vitest';
 import { type ClientView, type CreateClientInput, ClientsService } from '../../src/oauth/clients.service';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
-import { TEST_PASSWORD, type TestApp } from './test-app';
+import { ALL_SCOPES, TEST_PASSWORD, type TestApp } from './test-app';
 
 export const REDIRECT_URI = 'https://client.example/cb';
+
+/** Rate limits high enough that a suite's many logins and token requests are never throttled. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000' };
 
 /** Registers a client the way `client:create` does; confidential and untrusted unless told otherwise. */
 export async function registerClient(t: TestApp, input: Partial<CreateClientInput> = {}): Promise<ClientView> {
@@ -213,14 +216,23 @@ export function expectOAuthError(res: Response, status: number, error: string): 
 /** RFC 6749 4.1.2.1 / 5.2: error_description holds only %x20-21 / %x23-5B / %x5D-7E (and something to read). */
 export const ERROR_DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]*\S[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
 
-/** Signs in a fresh user, authorizes a trusted client and redeems the code: a complete grant. */
+/**
+ * A complete grant the way a real client gets one: signs in (the given `browser`, else `user`, else a fresh user),
+ * authorizes a trusted client with PKCE and redeems the code at `POST /token`. Unlike {@link TestApp.token}, the grant
+ * is stored, so revoking it or deleting the user applies to these tokens.
+ */
 export async function issueTokens(
   t: TestApp,
-  opts: { client?: ClientView; scope?: string; browser?: Browser } = {},
+  opts: { client?: ClientView; scope?: string; browser?: Browser; user?: { id: string; email: string } } = {},
 ): Promise<{ client: ClientView; access: string; refresh: string; scope: string; userId: string; browser: Browser }> {
   const client = opts.client ?? (await registerClient(t, { trusted: true }));
-  const fresh = opts.browser ? undefined : await signedIn(t);
-  const browser = opts.browser ?? fresh!.browser;
+  let { browser, user } = opts;
+  if (!browser) {
+    user ??= await t.createUser();
+    browser = new Browser(t);
+    const signIn = await login(browser, user.email);
+    expect(signIn.status).toBe(303);
+  }
   const pkce = pkcePair();
   const code = await authorizeCode(browser, client, {
     scope: opts.scope,
@@ -229,8 +241,8 @@ export async function issueTokens(
   });
   const res = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
-  // The user the test created, when it did; else the browser's user, as the token names it.
-  const userId = fresh?.user.id ?? (decodeJwt(res.body.access_token).sub as string);
+  // The user named or signed in here; else the browser's user, as the token names it.
+  const userId = user?.id ?? (decodeJwt(res.body.access_token).payload.sub as string);
   return { client, access: res.body.access_token, refresh: res.body.refresh_token, scope: res.body.scope, userId, browser };
 }
 
@@ -239,17 +251,68 @@ export async function resourceStatus(t: TestApp, accessToken: string): Promise<n
   return (await t.http().get('/api/resource').set('Authorization', `Bearer ${accessToken}`)).status;
 }
 
-/** Re-signs a genuine token's claims with the service's own key, changing only what `changes` names. */
-export async function resign(t: TestApp, accessToken: string, changes: Record<string, unknown>): Promise<string> {
-  const key = t.app.get(SigningKeysService).activeKey();
-  return new SignJWT({ ...decodeJwt(accessToken), ...changes })
-    .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: key.kid })
-    .sign(key.privateKey);
-}
-
 export { freePort } from './service-process';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Rate limits high enough that a suite's many logins and token requests are never throttled. */
-export const NO_RATE_LIMITS = { RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000' };
+/** Base64url of a string, a buffer or an object's JSON: the parts of a hand-built JWS. */
+export function b64url(value: string | Buffer | object): string {
+  const raw = typeof value === 'string' || Buffer.isBuffer(value) ? value : JSON.stringify(value);
+  return Buffer.from(raw).toString('base64url');
+}
+
+/** Splits a compact JWS into its decoded header and payload (and the raw parts). */
+export function decodeJwt(token: string): { header: Record<string, unknown>; payload: Record<string, unknown>; parts: string[] } {
+  const parts = token.split('.');
+  return {
+    header: JSON.parse(Buffer.from(parts[0], 'base64url').toString()),
+    payload: JSON.parse(Buffer.from(parts[1], 'base64url').toString()),
+    parts,
+  };
+}
+
+/** The JWK set the service publishes, read over HTTP as any resource server or client would. */
+export async function publishedJwks(t: TestApp): Promise<JWK[]> {
+  const res = await t.http().get('/.well-known/jwks.json');
+  if (res.status !== 200) throw new Error(`jwks.json answered ${res.status}`);
+  return res.body.keys as JWK[];
+}
+
+/** The claims a genuine access token carries (RFC 9068), for `sub` with every scope, valid for 5 minutes. */
+export function genuineClaims(t: TestApp, sub: string, overrides: Record<string, unknown> = {}): JWTPayload {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    iss: t.config.issuer,
+    sub,
+    aud: t.config.audience,
+    client_id: 'test-client',
+    scope: ALL_SCOPES.join(' '),
+    gid: randomUUID(),
+    iat: now,
+    exp: now + 300,
+    jti: randomUUID(),
+    ...overrides,
+  };
+}
+
+/**
+ * Signs `claims` with the service's own active private key, with a header the service would write unless `header`
+ * changes it (`undefined` drops a field). For tokens the service would never mint (expired, another `aud`, `typ` or
+ * algorithm): the signature is genuine, so a rejection can only come from the check the test names.
+ */
+export async function signWithServiceKey(
+  t: TestApp,
+  claims: JWTPayload,
+  header: { alg?: string; typ?: string | undefined; kid?: string | undefined } = {},
+): Promise<string> {
+  const key = t.app.get(SigningKeysService).activeKey();
+  const protectedHeader: Record<string, unknown> = { alg: 'RS256', typ: 'at+jwt', kid: key.kid, ...header };
+  for (const name of Object.keys(protectedHeader)) if (protectedHeader[name] === undefined) delete protectedHeader[name];
+  return new SignJWT(claims).setProtectedHeader(protectedHeader as { alg: string }).sign(key.privateKey);
+}
+
+/** Signs genuine-looking claims with a freshly generated RSA key the service has never seen. */
+export async function signWithForeignKey(claims: JWTPayload, kid: string): Promise<string> {
+  const { privateKey } = await generateKeyPair('RS256', { modulusLength: 2048 });
+  return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid }).sign(privateKey);
+}
