@@ -27,14 +27,18 @@ export class AuthorizeController {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
-    const session = await this.sessions.current(sessionCookie.read(req));
-    if (!session) {
+    // One query either way: a trusted client needs no consent; any other reads it with the session.
+    const cookie = sessionCookie.read(req);
+    const found = request.client.trusted
+      ? await this.sessions.current(cookie).then((session) => session && { session, consented: undefined })
+      : await this.sessions.currentWithConsent(cookie, request.client.id);
+    if (!found) {
       res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
       return;
     }
+    const { session, consented } = found;
     const requested = request.scope.split(' ');
-    const granted = request.client.trusted ? undefined : await this.consents.consentedScopes(session.userId, request.client.id);
-    if (!granted || requested.every((s) => granted.has(s))) {
+    if (!consented || requested.every((s) => consented.has(s))) {
       await this.redirectWithCode(res, request, session.userId, 302);
       return;
     }

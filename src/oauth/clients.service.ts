@@ -46,6 +46,14 @@ export class InvalidClientInputError extends Error {
 
 const DUMMY_SECRET_HASH = hashSecret('no-such-client');
 
+/**
+ * Clients are read on every /authorize and /token request and change rarely (the CLI), so each instance keeps
+ * the ones it has seen for a few seconds: a change made elsewhere applies within this time, one made through this
+ * instance at once. Unknown ids are never cached (random ids cannot fill the cache).
+ */
+const CLIENT_CACHE_TTL_MS = 10_000;
+const CLIENT_CACHE_MAX = 1_000;
+
 function checkedRedirectUris(uris: string[]): string[] {
   if (!uris.length) throw new InvalidClientInputError('at least one --redirect-uri is required');
   for (const uri of uris) {
@@ -72,6 +80,8 @@ function checkedScope(scope: string): string {
 
 @Injectable()
 export class ClientsService {
+  private readonly cache = new Map<string, { client: Readonly<Client>; until: number }>();
+
   constructor(@InjectRepository(Client) private readonly clients: Repository<Client>) {}
 
   async create(input: CreateClientInput): Promise<ClientView> {
@@ -99,14 +109,16 @@ export class ClientsService {
    * old one). Grants already given keep their scopes; new authorization requests are checked against these.
    */
   async update(clientId: string, changes: UpdateClientInput): Promise<ClientView> {
-    const client = await this.find(clientId);
-    if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    const found = await this.find(clientId);
+    if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    const client = { ...found };
     if (changes.scope === undefined && changes.redirectUris === undefined) {
       throw new InvalidClientInputError('give --scope and/or --redirect-uri to change');
     }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
     if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
     await this.clients.update({ id: client.id }, { scope: client.scope, redirectUris: client.redirectUris });
+    this.cache.delete(client.id);
     return ClientsService.view(client);
   }
 
@@ -121,9 +133,18 @@ export class ClientsService {
     };
   }
 
-  async find(clientId: string): Promise<Client | undefined> {
+  /** The registered client, from this instance's short-lived cache when it has it. Callers must not change it. */
+  async find(clientId: string): Promise<Readonly<Client> | undefined> {
     if (!clientId || clientId.length > 64) return undefined;
-    return (await this.clients.findOne({ where: { id: clientId } })) ?? undefined;
+    const now = Date.now();
+    const cached = this.cache.get(clientId);
+    if (cached && cached.until > now) return cached.client;
+    const client = await this.clients.findOne({ where: { id: clientId } });
+    this.cache.delete(clientId);
+    if (!client) return undefined;
+    if (this.cache.size >= CLIENT_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(clientId, { client: Object.freeze(client), until: now + CLIENT_CACHE_TTL_MS });
+    return client;
   }
 
   /**

@@ -8,7 +8,6 @@ import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
 import { Grant } from './entities/grant.entity';
 import { RefreshToken } from './entities/refresh-token.entity';
-import { OAuthError } from './oauth-error';
 import { hashSecret } from './secrets';
 
 /**
@@ -23,14 +22,6 @@ export class GrantRevocationService {
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
   ) {}
-
-  /** The grant, if it is neither revoked nor expired; otherwise `invalid_grant`. */
-  async liveGrant(grantId: string, now: number): Promise<Grant> {
-    const grant = await this.grants.findOne({ where: { id: grantId } });
-    if (!grant || grant.revokedAt !== null || grant.expiresAt <= now)
-      throw new OAuthError('invalid_grant', 'The grant is no longer valid.');
-    return grant;
-  }
 
   async isLive(grantId: string, now: number): Promise<boolean> {
     const grant = await this.grants.findOne({ where: { id: grantId }, select: { id: true, revokedAt: true, expiresAt: true } });

@@ -3,6 +3,7 @@ import { JwtModule } from '@nestjs/jwt';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
+import { SqlRunner } from '../database/sql';
 import { KeysModule } from '../keys/keys.module';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './authorization-request';
@@ -50,6 +51,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
   ],
   controllers: [MetadataController, AuthorizeController, LoginController, TokenController, RevocationController, IntrospectionController],
   providers: [
+    SqlRunner,
     ClientsService,
     ClientAuthGuard,
     SessionsService,

@@ -1,12 +1,30 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
+import { SqlRunner, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
-import { RefreshToken } from './entities/refresh-token.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
 import { hashSecret } from './secrets';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
+
+/** The refresh token with its grant's state, in one round trip. */
+const FIND_REFRESH_TOKEN = sql`
+  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at,
+    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at
+  FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
+  WHERE r.token_hash = :tokenHash`;
+const ROTATE_REFRESH_TOKEN = sql`
+  UPDATE refresh_tokens SET rotated_at = :now WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
+
+interface RefreshTokenRow {
+  grant_id: string;
+  client_id: string;
+  user_id: string;
+  scope: string;
+  expires_at: string | number;
+  rotated_at: string | number | null;
+  grant_revoked_at: string | number | null;
+  grant_expires_at: string | number | null;
+}
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
@@ -19,7 +37,7 @@ function invalidGrant(description: string): OAuthError {
 @Injectable()
 export class RefreshGrantService {
   constructor(
-    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly db: SqlRunner,
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
   ) {}
@@ -27,15 +45,18 @@ export class RefreshGrantService {
   async refresh(client: Client, presented: string | undefined, requestedScope: string | undefined): Promise<TokenResponse> {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
-    const row = await this.refreshTokens.findOne({ where: { tokenHash } });
-    if (!row || row.clientId !== client.id) throw invalidGrant('The refresh token is invalid.');
+    const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
+    if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
     const now = Date.now();
-    if (row.rotatedAt !== null) {
-      await this.lifecycle.revokeGrant(row.grantId);
+    if (row.rotated_at !== null) {
+      await this.lifecycle.revokeGrant(row.grant_id);
       throw invalidGrant('The refresh token was already used; its grant is revoked.');
     }
-    if (row.expiresAt <= now) throw invalidGrant('The refresh token has expired.');
-    const grant = await this.lifecycle.liveGrant(row.grantId, now);
+    if (epochMs(row.expires_at) <= now) throw invalidGrant('The refresh token has expired.');
+    const grantExpiresAt = epochMs(row.grant_expires_at, true);
+    if (grantExpiresAt === null || row.grant_revoked_at !== null || grantExpiresAt <= now) {
+      throw invalidGrant('The grant is no longer valid.');
+    }
 
     let scope = row.scope;
     if (requestedScope !== undefined) {
@@ -47,11 +68,12 @@ export class RefreshGrantService {
       scope = [...new Set(requested)].join(' ');
     }
 
-    const won = await this.refreshTokens.update({ tokenHash, rotatedAt: IsNull() }, { rotatedAt: now });
+    const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash });
     if (!won.affected) {
-      await this.lifecycle.revokeGrant(row.grantId);
+      await this.lifecycle.revokeGrant(row.grant_id);
       throw invalidGrant('The refresh token was already used; its grant is revoked.');
     }
+    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt };
     return this.issuer.issue(grant, scope, now, row.scope);
   }
 }

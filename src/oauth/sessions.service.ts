@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { LessThan, type Repository } from 'typeorm';
 import { Session } from './entities/session.entity';
+import { SqlRunner, epochMs, sql } from '../database/sql';
 import { OAuthConfig } from './oauth.config';
 import { hashSecret, randomSecret } from './secrets';
 
@@ -11,12 +12,36 @@ export interface StartedSession {
   secret: string;
 }
 
+/** A live session as the authorization endpoint reads it. */
+export interface CurrentSession {
+  id: string;
+  userId: string;
+  csrfToken: string;
+  expiresAt: number;
+}
+
+const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at FROM sessions WHERE id = :id`;
+/** The session and the scopes its user already granted the client, in one round trip. */
+const FIND_SESSION_WITH_CONSENT = sql`
+  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, c.scope AS consented_scope
+  FROM sessions s LEFT JOIN consents c ON c.user_id = s.user_id AND c.client_id = :clientId
+  WHERE s.id = :id`;
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  csrf_token: string;
+  expires_at: string | number;
+  consented_scope?: string | null;
+}
+
 /** Login sessions, in the database so that any instance recognises them. */
 @Injectable()
 export class SessionsService {
   constructor(
     @InjectRepository(Session) private readonly sessions: Repository<Session>,
     private readonly config: OAuthConfig,
+    private readonly db: SqlRunner,
   ) {}
 
   /** Starts a new session (never reusing an old id). */
@@ -36,14 +61,31 @@ export class SessionsService {
   }
 
   /** The live session a cookie value names, if any. */
-  async current(secret: string | undefined): Promise<Session | undefined> {
+  async current(secret: string | undefined): Promise<CurrentSession | undefined> {
     if (!secret || secret.length > 100) return undefined;
-    const session = await this.sessions.findOne({ where: { id: hashSecret(secret) } });
-    if (!session || session.expiresAt <= Date.now()) return undefined;
-    return session;
+    return live(await this.db.one<SessionRow>(FIND_SESSION, { id: hashSecret(secret) }));
+  }
+
+  /** The live session a cookie value names and the scopes its user has already granted `clientId`. */
+  async currentWithConsent(
+    secret: string | undefined,
+    clientId: string,
+  ): Promise<{ session: CurrentSession; consented: Set<string> } | undefined> {
+    if (!secret || secret.length > 100) return undefined;
+    const row = await this.db.one<SessionRow>(FIND_SESSION_WITH_CONSENT, { id: hashSecret(secret), clientId });
+    const session = live(row);
+    if (!session) return undefined;
+    return { session, consented: new Set((row?.consented_scope ?? '').split(' ').filter(Boolean)) };
   }
 
   async end(secret: string | undefined): Promise<void> {
     if (secret) await this.sessions.delete({ id: hashSecret(secret) });
   }
+}
+
+function live(row: SessionRow | undefined): CurrentSession | undefined {
+  if (!row) return undefined;
+  const expiresAt = epochMs(row.expires_at);
+  if (expiresAt <= Date.now()) return undefined;
+  return { id: row.id, userId: row.user_id, csrfToken: row.csrf_token, expiresAt };
 }

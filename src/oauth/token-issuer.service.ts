@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { SqlRunner, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import type { Grant } from './entities/grant.entity';
-import { RefreshToken } from './entities/refresh-token.entity';
 import { hashSecret, randomSecret } from './secrets';
+
+const INSERT_REFRESH_TOKEN = sql`
+  INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
+  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
+
+/** What issuing needs of a grant. */
+export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'>;
 
 /** The success body of the token endpoint (RFC 6749 5.1). */
 export interface TokenResponse {
@@ -38,7 +43,7 @@ export interface MintedAccessToken {
 @Injectable()
 export class TokenIssuer {
   constructor(
-    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly db: SqlRunner,
     private readonly jwt: JwtService,
     private readonly keys: SigningKeysService,
     private readonly config: AppConfig,
@@ -66,18 +71,17 @@ export class TokenIssuer {
   }
 
   /** Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). */
-  async issue(grant: Grant, scope: string, now: number, refreshScope = scope): Promise<TokenResponse> {
+  async issue(grant: GrantRef, scope: string, now: number, refreshScope = scope): Promise<TokenResponse> {
     const refresh = randomSecret(32);
-    await this.refreshTokens.insert({
+    await this.db.run(INSERT_REFRESH_TOKEN, {
       tokenHash: hashSecret(refresh),
       grantId: grant.id,
       clientId: grant.clientId,
       userId: grant.userId,
       scope: refreshScope,
-      createdAt: now,
+      now,
       // The family's lifetime is absolute: rotation never extends it.
       expiresAt: grant.expiresAt,
-      rotatedAt: null,
     });
     const access = this.mintAccessToken({ sub: grant.userId, clientId: grant.clientId, scope, grantId: grant.id });
     return {

@@ -1,0 +1,94 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+/** One placeholder syntax for both databases: `:name` (a `::` cast is left alone). */
+const PLACEHOLDER = /(?<!:):([A-Za-z_][A-Za-z0-9_]*)/g;
+
+interface Compiled {
+  text: string;
+  names: string[];
+}
+
+/**
+ * A parameterised statement written once with `:name` placeholders and compiled, the first time each driver runs
+ * it, to that driver's positional form (`$1` for PostgreSQL, `?` for SQLite). Values are always bound, never
+ * spliced into the text.
+ */
+export class Statement {
+  private readonly compiled: { postgres?: Compiled; sqlite?: Compiled } = {};
+
+  constructor(readonly source: string) {}
+
+  compile(postgres: boolean): Compiled {
+    const key = postgres ? 'postgres' : 'sqlite';
+    let compiled = this.compiled[key];
+    if (!compiled) {
+      const names: string[] = [];
+      const text = this.source.replace(PLACEHOLDER, (_, name: string) => {
+        names.push(name);
+        return postgres ? `$${names.length}` : '?';
+      });
+      compiled = this.compiled[key] = { text: text.replace(/\s+/g, ' ').trim(), names };
+    }
+    return compiled;
+  }
+}
+
+/** `sql\`SELECT … WHERE id = :id\``: a {@link Statement}, for the hot paths that skip the ORM's query building. */
+export function sql(strings: TemplateStringsArray): Statement {
+  if (strings.length !== 1) throw new Error('sql`` takes no interpolations: bind values with :name placeholders');
+  return new Statement(strings[0]);
+}
+
+export interface SqlResult<Row> {
+  rows: Row[];
+  /** Rows changed by an INSERT/UPDATE/DELETE (with RETURNING: the rows returned). */
+  affected: number;
+}
+
+/**
+ * Runs {@link Statement}s through the application's TypeORM data source — the same pool, statement cache (SQLite),
+ * logging hooks and error types as the repositories — without query building or entity hydration. Meant for the
+ * few statements per request on the OAuth hot paths; everything else stays on repositories.
+ */
+@Injectable()
+export class SqlRunner {
+  readonly postgres: boolean;
+
+  constructor(private readonly dataSource: DataSource) {
+    this.postgres = dataSource.options.type === 'postgres';
+  }
+
+  async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
+    const { text, names } = statement.compile(this.postgres);
+    const values = names.map((name) => {
+      if (!Object.hasOwn(params, name)) throw new Error(`no value for :${name}`);
+      const value = params[name];
+      return typeof value === 'boolean' && !this.postgres ? Number(value) : value;
+    });
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      const result = await runner.query(text, values, true);
+      const rows = (result.records ?? []) as Row[];
+      return { rows, affected: result.affected ?? rows.length };
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** The first row, if any. */
+  async one<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<Row | undefined> {
+    return (await this.run<Row>(statement, params)).rows[0];
+  }
+}
+
+/** A `bigint` column as a number (PostgreSQL's driver returns int8 as a string), keeping null. */
+export function epochMs(value: unknown): number;
+export function epochMs(value: unknown, nullable: true): number | null;
+export function epochMs(value: unknown, nullable = false): number | null {
+  if (value === null || value === undefined) {
+    if (nullable) return null;
+    throw new Error('unexpected NULL timestamp');
+  }
+  return typeof value === 'number' ? value : Number(value);
+}
