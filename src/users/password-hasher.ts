@@ -2,21 +2,29 @@ import { Injectable } from '@nestjs/common';
 import argon2 from 'argon2';
 
 /**
+ * How many argon2id computations run at once. Each takes 19 MiB for its duration and a core; more than the
+ * machine has cores only queues them inside libuv's pool while holding their memory, so they wait here instead.
+ */
+const MAX_CONCURRENT_HASHES = 2;
+
+/**
  * argon2id with the OWASP-recommended parameters (19 MiB, 2 passes, 1 lane). The work runs on libuv's thread
- * pool, off the event loop.
+ * pool, off the event loop, at most {@link MAX_CONCURRENT_HASHES} at a time.
  */
 @Injectable()
 export class PasswordHasher {
   static readonly options = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
   private dummyHash: Promise<string> | undefined;
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
 
   hash(password: string): Promise<string> {
-    return argon2.hash(password, PasswordHasher.options);
+    return this.limited(() => argon2.hash(password, PasswordHasher.options));
   }
 
   async verify(hash: string, password: string): Promise<boolean> {
     try {
-      return await argon2.verify(hash, password);
+      return await this.limited(() => argon2.verify(hash, password));
     } catch {
       return false;
     }
@@ -27,5 +35,18 @@ export class PasswordHasher {
     this.dummyHash ??= this.hash('not-a-real-password-0000');
     await this.verify(await this.dummyHash, password);
     return false;
+  }
+
+  private async limited<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= MAX_CONCURRENT_HASHES) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.running++;
+    try {
+      return await work();
+    } finally {
+      // Hand the slot straight to the next caller, or free it.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
   }
 }
