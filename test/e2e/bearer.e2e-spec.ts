@@ -141,6 +141,27 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       expect(res.status).toBe(200);
       expect(res.body.id).toBe(user.id);
     });
+
+    // Decided edge cases (README): RFC 6750 2.1 allows `1*SP` after the scheme, so several spaces or a tab are
+    // accepted; a value with whitespace inside it is not one b64token, so the header is malformed.
+    it.each([
+      ['two spaces', 'Bearer  '],
+      ['a tab', 'Bearer\t'],
+    ])('accepts the scheme followed by %s', async (_, prefix) => {
+      const token = await t.token(user.id);
+      const res = await t.http().get(ownPath()).set('Authorization', `${prefix}${token}`);
+      expect(res.status).toBe(200);
+      expect(res.body.id).toBe(user.id);
+    });
+
+    it('answers a value with inner whitespace ("Bearer a b", or a token and a word) with 400 invalid_request', async () => {
+      const token = await t.token(user.id);
+      for (const header of ['Bearer a b', `Bearer ${token} extra`]) {
+        const res = await t.http().get(ownPath()).set('Authorization', header);
+        expectProblem(res, 400, ownPath());
+        expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+      }
+    });
   });
 
   describe('tokens that are not valid (401 invalid_token)', () => {
