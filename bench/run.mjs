@@ -1,49 +1,74 @@
-// Benchmark of the service (targets from the service contract). Measures, on a machine with 2+ cores:
-//   1. GET /api/resource (50 connections) against bench/baseline-server.mjs (bare node:http + jose);
-//   2. GET /users?gender=female&sort=age&order=desc&limit=20 (10 connections) on PostgreSQL, 1k and 100k users;
-//   3. the OAuth code flow with PKCE (10 loops) on SQLite and PostgreSQL: (a) logged-in session, (b) + refresh,
-//      (c) fresh browser with login (argon2id), and the cost of one login alone;
-//   4. the peak RSS (VmHWM) of every service process.
-// The servers run pinned to CPU 0, the load generators (autocannon children, this driver) to CPU 1.
+// Benchmark of the service against the targets of the performance issue, with ratios to reference servers
+// measured in the same run, on a machine with 2+ cores:
+//   1. GET /api/resource (50 connections): the service, bench/baseline-server.mjs (bare node:http + jose) and
+//      bench/peer/nest-hello-server.mjs (bare Nest 12 + Express, one controller): req/s and p99 of each, the ratios
+//      service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service;
+//   2. GET /users?gender=female&sort=age&order=desc&limit=20 (10 connections) on PostgreSQL with 1k and with 100k
+//      users (a fresh database and service process for each), and the time of the one INSERT ... SELECT
+//      generate_series that seeds the 100k users ("100k-user bulk insert");
+//   3. the OAuth code flow with PKCE (10 loops) on SQLite and on PostgreSQL, the service against oidc-provider 9
+//      (bench/peer/oidc-provider-server.mjs, in-memory; a fresh peer process for each database's block, alive next to
+//      that block's service process): (a) logged-in session: authorize + token (target service / peer >= 1.5 in
+//      flows/s), (b) + refresh (>= 1.2), (c) fresh browser with login (information only: the peer's login checks a
+//      SHA-256 digest, the service's is argon2id), and the service's login alone. Who is measured first alternates
+//      per flow (SQLite: service, peer, service; PostgreSQL: peer, service, peer); each side gets its own warm-up;
+//   4. the peak RSS (VmHWM) of every service process (limit 200 MB), and of the peers and the baseline for
+//      information.
+// The servers (service, peers, baseline) run pinned to CPU 0, the load generators (autocannon children, this
+// driver) to CPU 1. The service runs with the node flags and MALLOC_ARENA_MAX of the project's start command, from
+// the root package.json ("config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>" }, each optional; none when
+// absent); the peers and the baseline run with plain node.
 //
-// Run:   npm run bench                      (builds, then runs everything: about 4-6 minutes with the defaults,
-//                                            1-2 of them seeding 100k users)
+// Run:   npm run bench                      (builds, then runs everything: about 5-8 minutes with the defaults,
+//                                            1-2 of them seeding 100k users, 3 the flows; more while the CPUs are
+//                                            busy, up to BENCH_QUIET_WAIT per measurement)
 //        BENCH_DURATION=3 npm run bench     (shorter measurements while developing)
 //        node bench/run.mjs                 (without the build step; needs an up-to-date dist/)
 // Env:   BENCH_DURATION  seconds per measurement (default 10)
 //        BENCH_WARMUP    seconds of warm-up before each measurement (default 2; 0 for none)
-//        BENCH_ONLY      comma list of resource,users,flows (default: all)
+//        BENCH_ONLY      comma list of resource,users,flows (default: all); flows-sqlite / flows-postgres for one
+//                        database's flows only
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
 //                            (default postgres://postgres@127.0.0.1:5432/postgres; needs CREATE DATABASE)
 //        BENCH_LOG_LEVEL  the service's LOG_LEVEL (default info; its stdout is piped to this driver and dropped)
 //        BENCH_QUIET_WAIT  seconds to wait at most, before each measurement, for the CPUs to be quiet (default 30)
-//        BENCH_SERVICE_ENV  extra variables for the service, e.g. "MALLOC_ARENA_MAX=2"
-//        BENCH_SERVICE_NODE_ARGS  extra node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=prof"
-// Needs: Linux (taskset, /proc), PostgreSQL reachable from 127.0.0.1, a built dist/.
-// Output: the environment and one table (targets with PASS/FAIL; "*" marks a measurement during which other
-// processes used the bench CPUs), warnings, and the full figures in bench/results/<timestamp>.json.
+//        BENCH_SERVICE_ENV  extra variables for the service, e.g. "UV_THREADPOOL_SIZE=2" (override package.json's)
+//        BENCH_SERVICE_NODE_ARGS  extra node flags for the service, after package.json's, e.g. "--cpu-prof
+//                                 --cpu-prof-dir=prof"
+// Needs: Linux (taskset, /proc), PostgreSQL reachable from 127.0.0.1, a built dist/, and for the flows the bench's
+// own dependencies (oidc-provider): installed here with `npm ci --prefix bench` when bench/node_modules is missing or
+// older than bench/package-lock.json (that needs the npm registry).
+// Output: the environment (with the service's node flags), one table of every measurement (targets with PASS/FAIL;
+// "*" marks a measurement during which other processes used the bench CPUs), a table of the ratios to the
+// reference servers with their verdicts, the 100k-user bulk insert time, warnings, and the full figures in
+// bench/results/<timestamp>.json.
 // Cleans up after itself, also on Ctrl-C: stops every process it started (SIGTERM, then waits), drops its
 // databases and deletes its SQLite files. Exit code 0 when every scenario ran (whatever the verdicts), else 1.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { freshBrowserFlow, runFlowLoops, sessionFlow, sessionRefreshFlow } from './lib/flows.mjs';
 import { CookieJar, OAuthClient } from './lib/oauth.mjs';
+import { PeerOAuthClient } from './lib/peer-client.mjs';
 import { createDatabase, databaseUrl, dropAllDatabases, dropDatabase, seedUsersTo } from './lib/pg.mjs';
 import {
   CLIENT_CPU,
   ROOT,
   SERVER_CPU,
   autocannon,
+  extraServiceNodeArgs,
   peakRssKb,
+  serviceLaunchConfig,
   snapshotDist,
   waitForQuietCpus,
   withCpu,
   startBaseline,
+  startPeer,
   startService,
   stopAll,
   stopProcess,
@@ -52,12 +77,21 @@ import { fmtMb, fmtMs, fmtNum, freePort, summarize } from './lib/util.mjs';
 
 const DURATION = positive('BENCH_DURATION', 10);
 const WARMUP = positive('BENCH_WARMUP', 2, true);
+const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres'];
 const ONLY = new Set(
   (process.env.BENCH_ONLY || 'resource,users,flows')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
 );
+for (const value of ONLY) {
+  if (!ONLY_VALUES.includes(value)) {
+    process.stderr.write(`BENCH_ONLY: unknown scenario "${value}" (known: ${ONLY_VALUES.join(', ')})\n`);
+    process.exit(2);
+  }
+}
+/** Whether a scenario (resource, users, flows-sqlite, flows-postgres) is to run. */
+const enabled = (key) => ONLY.has(key) || (key.startsWith('flows-') && ONLY.has('flows'));
 const RESOURCE_CONNECTIONS = 50;
 const USERS_CONNECTIONS = 10;
 const FLOW_LOOPS = 10;
@@ -65,8 +99,18 @@ const LOGIN_ALONE_COUNT = 20;
 const USERS_PATH = '/users?gender=female&sort=age&order=desc&limit=20';
 const RSS_LIMIT_KB = 200 * 1024;
 const DISTURBED_SHARE = 0.15;
+const CLIENT_SATURATED_SHARE = 0.9;
 const SCENARIO_ATTEMPTS = 2;
 const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT ?? 30) * 1000;
+/** Targets of the performance issue: flows/s of the service / flows/s of oidc-provider; (c) is information only. */
+const FLOW_TARGETS = { a: 1.5, b: 1.2 };
+const HELLO_RATIO_TARGET = 0.85;
+const BASELINE_RATIO_TARGET = 1.0;
+const P99_TARGET_MS = 20;
+const BENCH_DIR = path.join(ROOT, 'bench');
+const PEER_SCRIPT = 'bench/peer/oidc-provider-server.mjs';
+const HELLO_SCRIPT = 'bench/peer/nest-hello-server.mjs';
+const PEER_NAME = 'oidc-provider';
 
 function positive(name, fallback, zeroOk = false) {
   const raw = process.env[name];
@@ -86,10 +130,12 @@ const results = {
   settings: {},
   scenarios: {},
   rows: [],
+  comparisons: [],
   notes: [],
   scenarioErrors: [],
 };
 const rows = results.rows;
+const comparisons = results.comparisons;
 let cleanedUp = false;
 
 async function cleanup() {
@@ -100,8 +146,10 @@ async function cleanup() {
   rmSync(tmpDir, { recursive: true, force: true });
 }
 
-// Bounded in time whatever happens: a hung request or process cannot keep the bench alive.
-const WATCHDOG_SEC = 900 + 12 * (DURATION + WARMUP) * 2;
+// Bounded in time whatever happens: a hung request or process cannot keep the bench alive. 17 measurements (3
+// resource, 2 users, 2 x 6 flows), each with a warm-up and a wait for quiet CPUs, plus starts, seeding and logins.
+const MEASUREMENTS = 17;
+const WATCHDOG_SEC = 900 + MEASUREMENTS * (2 * (DURATION + WARMUP) + QUIET_WAIT_MS / 1000);
 const watchdog = setTimeout(async () => {
   process.stderr.write(`bench: still running after ${WATCHDOG_SEC} s, giving up\n`);
   await cleanup();
@@ -200,6 +248,17 @@ function checkCpuShare(label, { othersShare }) {
   return true;
 }
 
+/**
+ * Notes a measurement during which the load generator (CPU 1) was nearly saturated: the server may then not have
+ * been, and its figure (and a ratio to it) is a lower bound.
+ */
+function checkClientShare(label, { clientShare }) {
+  if (!(clientShare >= CLIENT_SATURATED_SHARE)) return;
+  results.notes.push(
+    `${label}: the load generator used ${(clientShare * 100).toFixed(0)}% of CPU ${CLIENT_CPU}: the server may not have been saturated (its figure is a lower bound)`,
+  );
+}
+
 /** Waits (bounded) for the bench CPUs to be quiet before a measurement; says so when they did not get quiet. */
 async function quietCpus(label) {
   const quiet = await waitForQuietCpus(QUIET_WAIT_MS);
@@ -220,6 +279,7 @@ async function measureCannon(label, opts, server, db) {
   const measured = await withCpu(server.pid, () => autocannon({ ...opts, durationSec: DURATION }), db);
   if (server.proc.exited) throw withProcessState(new Error(`${label}: the server exited during the measurement`), server.proc);
   const disturbed = checkCpuShare(label, measured);
+  checkClientShare(label, measured);
   const r = measured.value;
   return {
     ...r,
@@ -271,7 +331,60 @@ function rssRow(section, name, kb) {
   row({ section, name: `peak RSS ${name}`, target: '<= 200 MB', measured: fmtMb(kb), result: verdict(kb <= RSS_LIMIT_KB) });
 }
 
-// 1. GET /api/resource: the service against the bare node:http + jose baseline.
+/** Stops a peer (or the baseline) and returns its peak RSS and exit code; a non-zero exit is noted. */
+async function stopPeer(peer) {
+  const peak = peakRssKb(peer.pid);
+  await stopProcess(peer.proc);
+  if (peer.proc.exitCode !== 0) results.notes.push(`${peer.proc.name}: exit ${peer.proc.exitCode ?? peer.proc.exitSignal} after SIGTERM`);
+  return { peakRssKb: peak, exitCode: peer.proc.exitCode };
+}
+
+/** `throw withProcessStates(error, a, b)`: adds what the first of the processes that died said. */
+function withProcessStates(error, ...servers) {
+  return servers.filter(Boolean).reduce((e, server) => withProcessState(e, server.proc), error);
+}
+
+const fmtRatio = (ratio) => (Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : '-');
+
+/**
+ * Installs the bench's own dependencies (oidc-provider, for the flows' peer) with `npm ci --prefix bench` when
+ * bench/node_modules is missing or older than bench/package-lock.json (npm writes node_modules/.package-lock.json
+ * last, and `npm ci` never rewrites package-lock.json). npm's output goes to stderr, away from the table.
+ */
+function ensureBenchDependencies() {
+  const lock = path.join(BENCH_DIR, 'package-lock.json');
+  const hidden = path.join(BENCH_DIR, 'node_modules', '.package-lock.json');
+  const marker = path.join(BENCH_DIR, 'node_modules', 'oidc-provider', 'package.json');
+  const mtime = (file) => statSync(file).mtimeMs;
+  let reason;
+  if (!existsSync(marker) || !existsSync(hidden)) reason = 'missing';
+  else if (mtime(hidden) < mtime(lock)) reason = 'older than bench/package-lock.json';
+  if (!reason) return 'up to date';
+  log(`bench/node_modules is ${reason}: npm ci --prefix bench --no-audit --no-fund`);
+  try {
+    execFileSync('npm', ['ci', '--prefix', BENCH_DIR, '--no-audit', '--no-fund'], {
+      cwd: BENCH_DIR,
+      stdio: ['ignore', 2, 2],
+      timeout: 300_000,
+    });
+    return `installed (was ${reason})`;
+  } catch (error) {
+    if (!existsSync(marker)) throw new Error(`npm ci --prefix bench failed, and oidc-provider is not installed: ${error.message}`);
+    results.notes.push(`npm ci --prefix bench failed (${error.message.split('\n')[0]}); the flows ran with the bench/node_modules found`);
+    return `npm ci failed; used the bench/node_modules found (${reason})`;
+  }
+}
+
+/** Version of an installed package, or "not installed". */
+function packageVersion(dir) {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
+  } catch {
+    return 'not installed';
+  }
+}
+
+// 1. GET /api/resource: the service against the bare node:http + jose baseline and a bare Nest hello app.
 async function resourceScenario() {
   const file = tmpSqlite('resource');
   const service = await startService({
@@ -281,6 +394,7 @@ async function resourceScenario() {
     expectDemo: true,
   });
   let baseline;
+  let hello;
   try {
     const client = new OAuthClient({ issuer: service.issuer, ...service.demo });
     const tokens = await client.tokens(await client.loggedInJar(service.demo.email, service.demo.password));
@@ -297,6 +411,10 @@ async function resourceScenario() {
     if (JSON.stringify(serviceBody) !== JSON.stringify(baselineBody)) {
       throw new Error(`the baseline answers differently: ${JSON.stringify(serviceBody)} vs ${JSON.stringify(baselineBody)}`);
     }
+    hello = await startPeer({ name: 'Nest hello app', script: HELLO_SCRIPT, port: await freePort() });
+    // The same request as for the others (the hello app ignores the bearer token).
+    const helloBody = await getJson(hello.ready.url, token);
+    if (helloBody.message !== 'hello') throw new Error(`the Nest hello app answers ${JSON.stringify(helloBody)}`);
 
     const headers = { authorization: `Bearer ${token}` };
     const svc = await measureCannon(
@@ -310,89 +428,131 @@ async function resourceScenario() {
       { url: `${baseline.url}/api/resource`, connections: RESOURCE_CONNECTIONS, headers },
       baseline,
     );
-    const basePeak = peakRssKb(baseline.pid);
-    await stopProcess(baseline.proc);
+    const baseProc = await stopPeer(baseline);
+    const hel = await measureCannon(
+      'GET /api/resource (Nest hello)',
+      { url: hello.ready.url, connections: RESOURCE_CONNECTIONS, headers },
+      hello,
+    );
+    const helloProc = await stopPeer(hello);
 
     const ratio = svc.requestsPerSec / base.requestsPerSec;
-    results.scenarios.resource = { service: svc, baseline: base, ratio, serviceProcess: svcProc, baselinePeakRssKb: basePeak };
+    const helloRatio = svc.requestsPerSec / hel.requestsPerSec;
+    results.scenarios.resource = {
+      service: svc,
+      baseline: base,
+      nestHello: hel,
+      ratio,
+      helloRatio,
+      serviceProcess: svcProc,
+      baselinePeakRssKb: baseProc.peakRssKb,
+      nestHelloProcess: helloProc,
+      order: ['service', 'baseline', 'nest hello'],
+    };
     const s = '1';
-    row({
-      section: s,
-      name: `GET /api/resource service (${RESOURCE_CONNECTIONS} conn)`,
-      rate: `${fmtNum(svc.requestsPerSec)} req/s`,
-      p50: svc.p50,
-      p99: svc.p99,
-      errors: cannonErrors(svc),
-      ...cpuCells(svc.serverCpuShare, svc.serverCpuMsPerRequest),
-      disturbed: svc.disturbed,
-      target: 'p99 < 20 ms',
+    const cannonRow = (name, r, extra = {}) =>
+      row({
+        section: s,
+        name,
+        rate: `${fmtNum(r.requestsPerSec)} req/s`,
+        p50: r.p50,
+        p99: r.p99,
+        errors: cannonErrors(r),
+        ...cpuCells(r.serverCpuShare, r.serverCpuMsPerRequest),
+        disturbed: r.disturbed,
+        ...extra,
+      });
+    cannonRow(`GET /api/resource service (${RESOURCE_CONNECTIONS} conn)`, svc, {
+      target: `p99 < ${P99_TARGET_MS} ms`,
       measured: fmtMs(svc.p99),
-      result: verdict(svc.p99 < 20, cannonErrors(svc)),
+      result: verdict(svc.p99 < P99_TARGET_MS, cannonErrors(svc)),
     });
+    cannonRow('GET /api/resource baseline node:http+jose', base);
+    cannonRow('GET /api/resource Nest hello app (bare Nest)', hel);
+    const helloVerdict = verdict(helloRatio >= HELLO_RATIO_TARGET, cannonErrors(svc) + cannonErrors(hel));
+    const baseVerdict = verdict(ratio >= BASELINE_RATIO_TARGET, cannonErrors(svc) + cannonErrors(base));
     row({
       section: s,
-      name: 'GET /api/resource baseline node:http+jose',
-      rate: `${fmtNum(base.requestsPerSec)} req/s`,
-      p50: base.p50,
-      p99: base.p99,
-      errors: cannonErrors(base),
-      ...cpuCells(base.serverCpuShare, base.serverCpuMsPerRequest),
-      disturbed: base.disturbed,
+      name: 'req/s service / Nest hello',
+      target: `>= ${HELLO_RATIO_TARGET}`,
+      measured: fmtRatio(helloRatio),
+      disturbed: svc.disturbed || hel.disturbed,
+      result: helloVerdict,
     });
     row({
       section: s,
       name: 'req/s service / baseline',
-      target: '>= 1.0',
-      measured: `${ratio.toFixed(2)}x`,
+      target: `>= ${BASELINE_RATIO_TARGET.toFixed(1)}`,
+      measured: fmtRatio(ratio),
       disturbed: svc.disturbed || base.disturbed,
-      result: verdict(ratio >= 1.0, cannonErrors(svc) + cannonErrors(base)),
+      result: baseVerdict,
     });
+    const side = (r) => ({ rate: r.requestsPerSec, unit: 'req/s', p50: r.p50, p99: r.p99, errors: cannonErrors(r) });
+    comparisons.push(
+      {
+        group: 'resource',
+        name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / Nest hello`,
+        db: 'sqlite',
+        service: side(svc),
+        other: side(hel),
+        ratio: helloRatio,
+        target: `>= ${HELLO_RATIO_TARGET}`,
+        result: helloVerdict,
+        first: 'service',
+        disturbed: svc.disturbed || hel.disturbed,
+      },
+      {
+        group: 'resource',
+        name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / node:http+jose`,
+        db: 'sqlite',
+        service: side(svc),
+        other: side(base),
+        ratio,
+        target: `>= ${BASELINE_RATIO_TARGET.toFixed(1)}`,
+        result: baseVerdict,
+        first: 'service',
+        disturbed: svc.disturbed || base.disturbed,
+      },
+    );
     return [
       ['resource service (sqlite)', svcProc.peakRssKb],
-      ['baseline (info)', basePeak, true],
+      ['baseline node:http+jose (info)', baseProc.peakRssKb, true],
+      ['Nest hello app (info)', helloProc.peakRssKb, true],
     ];
   } catch (error) {
-    throw withProcessState(error, service.proc);
+    throw withProcessStates(error, service, baseline, hello);
   } finally {
     await stopProcess(service.proc);
     if (baseline) await stopProcess(baseline.proc);
+    if (hello) await stopProcess(hello.proc);
     removeSqlite(file);
   }
 }
 
-// 2. GET /users on PostgreSQL with 1,000 and with 100,000 users (a fresh service process for each size).
+// 2. GET /users on PostgreSQL with 1,000 and with 100,000 users: a fresh database and service process for each size,
+// so that each has its own peak RSS and the 100k users go in with one INSERT ... SELECT into a table holding only
+// the demo admin.
 async function usersScenario() {
-  const db = await createDatabase();
-  const url = databaseUrl(db);
   const out = {};
   const rss = [];
-  const seedSec = {};
-  try {
-    let admin;
-    for (const size of [1_000, 100_000]) {
-      // A fresh process (and port) per size, so that each has its own peak RSS; the admin logs in again.
+  for (const size of [1_000, 100_000]) {
+    const db = await createDatabase();
+    try {
       const service = await startService({
         name: `service (users ${size}, postgres)`,
         port: await freePort(),
-        databaseUrl: url,
-        expectDemo: size === 1_000,
+        databaseUrl: databaseUrl(db),
+        expectDemo: true,
       });
       try {
-        admin ??= service.demo;
-        // The demo client's redirect URI was registered with the first process's address; it is only a string.
-        const client = new OAuthClient({
-          issuer: service.issuer,
-          ...admin,
-          redirectUri: admin.redirectUri ?? `${service.issuer}/demo/callback`,
-          scope: 'users:read',
-        });
-        admin.redirectUri = client.redirectUri;
-        const token = (await client.tokens(await client.loggedInJar(admin.email, admin.password))).access_token;
+        const client = new OAuthClient({ issuer: service.issuer, ...service.demo, scope: 'users:read' });
+        const token = (await client.tokens(await client.loggedInJar(service.demo.email, service.demo.password))).access_token;
         log(`seeding users to ${size}`);
         const seedStart = performance.now();
         const seeded = await seedUsersTo(db, size);
-        seedSec[size] = (performance.now() - seedStart) / 1000;
+        const seedSec = (performance.now() - seedStart) / 1000;
         if (seeded.users !== size || seeded.counted !== size) throw new Error(`seeding: ${JSON.stringify(seeded)}`);
+        log(`seeded: INSERT of ${seeded.inserted} rows ${seeded.insertSec.toFixed(2)} s, ANALYZE ${seeded.analyzeSec.toFixed(2)} s`);
         const page = await getJson(`${service.issuer}${USERS_PATH}`, token);
         const ages = page.data.map((u) => u.age);
         const sorted = ages.every((a, i) => i === 0 || ages[i - 1] >= a);
@@ -406,21 +566,36 @@ async function usersScenario() {
           db,
         );
         const proc = await stopService(service);
-        out[size] = { ...r, total: page.page.total, seedSec: seedSec[size], serviceProcess: proc };
+        out[size] = {
+          ...r,
+          total: page.page.total,
+          seedSec,
+          seedInserted: seeded.inserted,
+          seedInsertSec: seeded.insertSec,
+          seedAnalyzeSec: seeded.analyzeSec,
+          serviceProcess: proc,
+        };
         rss.push([`users ${size >= 100_000 ? '100k' : '1k'} (postgres)`, proc.peakRssKb]);
       } catch (error) {
         throw withProcessState(error, service.proc);
       } finally {
         await stopProcess(service.proc);
       }
+    } finally {
+      await dropDatabase(db).catch((error) => log(`drop ${db}: ${error.message}`));
     }
-  } finally {
-    await dropDatabase(db).catch((error) => log(`drop ${db}: ${error.message}`));
   }
   const small = out[1_000];
   const large = out[100_000];
   const ratio = large.p50 / small.p50;
-  results.scenarios.users = { path: USERS_PATH, connections: USERS_CONNECTIONS, '1k': small, '100k': large, p50Ratio: ratio };
+  results.scenarios.users = {
+    path: USERS_PATH,
+    connections: USERS_CONNECTIONS,
+    '1k': small,
+    '100k': large,
+    p50Ratio: ratio,
+    bulkInsert100k: { rows: large.seedInserted, insertSec: large.seedInsertSec, analyzeSec: large.seedAnalyzeSec },
+  };
   const s = '2';
   row({
     section: s,
@@ -449,16 +624,25 @@ async function usersScenario() {
     section: s,
     name: 'p50 100k / 1k',
     target: '<= 2',
-    measured: `${ratio.toFixed(2)}x`,
+    measured: fmtRatio(ratio),
     disturbed: small.disturbed || large.disturbed,
     result: verdict(ratio <= 2, cannonErrors(small) + cannonErrors(large)),
   });
-  row({ section: s, name: 'seed 999 users, one INSERT ... SELECT', measured: `${small.seedSec.toFixed(1)} s` });
-  row({ section: s, name: 'seed 99,000 more users, one INSERT ... SELECT', measured: `${large.seedSec.toFixed(1)} s` });
+  row({
+    section: s,
+    name: `1k-user seed: one INSERT ... SELECT of ${fmtNum(small.seedInserted)} rows`,
+    measured: `${small.seedInsertSec.toFixed(2)} s`,
+  });
+  row({
+    section: s,
+    name: `100k-user bulk insert: one INSERT ... SELECT generate_series, ${fmtNum(large.seedInserted)} rows`,
+    measured: `${large.seedInsertSec.toFixed(1)} s`,
+  });
+  row({ section: s, name: '  then ANALYZE users', measured: `${large.seedAnalyzeSec.toFixed(1)} s` });
   return rss;
 }
 
-function flowRows(section, label, r, stepNames) {
+function flowRows(section, label, r, stepNames, extra = {}) {
   row({
     section,
     name: `${label}`,
@@ -469,6 +653,7 @@ function flowRows(section, label, r, stepNames) {
     ...cpuCells(r.serverCpuShare, r.serverCpuMsPerFlow),
     disturbed: r.disturbed,
     result: r.errors ? 'ERRORS' : '',
+    ...extra,
   });
   for (const name of stepNames) {
     const st = r.steps[name] ?? summarize([]);
@@ -476,7 +661,58 @@ function flowRows(section, label, r, stepNames) {
   }
 }
 
-// 3. The code flow with PKCE on SQLite and PostgreSQL: (a) session, (b) + refresh, (c) fresh browser with login.
+const FLOWS = [
+  { key: 'a', label: 'session: authorize + token', short: 'session', make: sessionFlow, steps: ['GET /authorize', 'POST /token code'] },
+  {
+    key: 'b',
+    label: 'session: authorize + token + refresh',
+    short: 'session + refresh',
+    make: sessionRefreshFlow,
+    steps: ['GET /authorize', 'POST /token code', 'POST /token refresh'],
+  },
+  {
+    key: 'c',
+    label: 'fresh browser: login + authorize + token',
+    short: 'fresh browser',
+    make: freshBrowserFlow,
+    steps: ['GET /authorize (no session)', 'GET /login', 'POST /login', 'GET /authorize', 'POST /token code'],
+  },
+];
+
+/** Warm-up, then FLOW_LOOPS loops of `flow` for DURATION seconds, with the server's CPU use meanwhile. */
+async function measureFlow(label, server, flow, db) {
+  const quiet = await quietCpus(label);
+  if (WARMUP > 0) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flow });
+  log(`${label}: ${FLOW_LOOPS} loops, ${DURATION} s`);
+  const measured = await withCpu(server.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION, ...flow }), db);
+  if (server.proc.exited) throw withProcessState(new Error(`${label}: the server exited during the measurement`), server.proc);
+  const r = measured.value;
+  r.serverCpuShare = measured.cpuShare;
+  r.serverCpuMsPerFlow = (measured.cpuSec * 1000) / r.flows;
+  r.clientCpuShare = measured.clientShare;
+  r.postgresCpuShare = measured.postgresShare;
+  r.othersCpuShare = measured.othersShare;
+  r.disturbed = checkCpuShare(label, measured);
+  checkClientShare(label, measured);
+  r.waitedForQuietMs = quiet.waitedMs;
+  r.peakRssKbSoFar = peakRssKb(server.pid);
+  return r;
+}
+
+/** One access token of the peer, checked as a resource server would: RS256 JWT, typ at+jwt, issuer, audience. */
+async function checkPeerToken(client, user, ready) {
+  const tokens = await client.tokens(await client.loggedInJar(user.email, user.password));
+  await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(`${ready.issuer}/jwks`)), {
+    algorithms: ['RS256'],
+    typ: 'at+jwt',
+    issuer: ready.issuer,
+    audience: ready.audience,
+  });
+}
+
+// 3. The code flow with PKCE on SQLite and PostgreSQL, the service against oidc-provider: (a) session, (b) + refresh,
+// (c) fresh browser with login. One service process and one fresh peer process per database, both alive for the
+// whole block (the one not measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL.
 async function flowsScenario(kind) {
   let db;
   let url;
@@ -487,74 +723,127 @@ async function flowsScenario(kind) {
     url = databaseUrl(db);
   }
   const out = {};
-  const section = kind === 'sqlite' ? '3 sqlite' : '3 postgres';
+  const peerOut = { version: packageVersion(path.join(BENCH_DIR, 'node_modules', 'oidc-provider')) };
+  const comparison = {};
+  const section = `3 ${kind}`;
+  let service;
+  let peer;
   try {
-    const service = await startService({ name: `service (flows, ${kind})`, port: await freePort(), databaseUrl: url, expectDemo: true });
-    try {
-      const client = new OAuthClient({ issuer: service.issuer, ...service.demo });
-      const user = { email: service.demo.email, password: service.demo.password };
-      const flows = [
-        ['a', 'session: authorize + token', sessionFlow(client, user), ['GET /authorize', 'POST /token code']],
-        [
-          'b',
-          'session: authorize + token + refresh',
-          sessionRefreshFlow(client, user),
-          ['GET /authorize', 'POST /token code', 'POST /token refresh'],
-        ],
-        [
-          'c',
-          'fresh browser: login + authorize + token',
-          freshBrowserFlow(client, user),
-          ['GET /authorize (no session)', 'GET /login', 'POST /login', 'GET /authorize', 'POST /token code'],
-        ],
-      ];
-      for (const [key, label, flow, stepNames] of flows) {
-        const quiet = await quietCpus(`flow (${key}) on ${kind}`);
-        if (WARMUP > 0) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flow });
-        log(`flow (${key}) ${label} on ${kind}: ${FLOW_LOOPS} loops, ${DURATION} s`);
-        const measured = await withCpu(service.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION, ...flow }), db);
-        if (service.proc.exited) throw new Error(`flow (${key}) on ${kind}: the server exited during the measurement`);
-        const r = measured.value;
-        r.serverCpuShare = measured.cpuShare;
-        r.serverCpuMsPerFlow = (measured.cpuSec * 1000) / r.flows;
-        r.clientCpuShare = measured.clientShare;
-        r.postgresCpuShare = measured.postgresShare;
-        r.othersCpuShare = measured.othersShare;
-        r.disturbed = checkCpuShare(`flow (${key}) on ${kind}`, measured);
-        r.waitedForQuietMs = quiet.waitedMs;
-        r.peakRssKbSoFar = peakRssKb(service.pid);
-        out[key] = r;
-        flowRows(section, `(${key}) ${label}, ${FLOW_LOOPS} loops`, r, stepNames);
+    service = await startService({ name: `service (flows, ${kind})`, port: await freePort(), databaseUrl: url, expectDemo: true });
+    peer = await startPeer({
+      name: `${PEER_NAME} (flows, ${kind})`,
+      script: PEER_SCRIPT,
+      port: await freePort(),
+      healthPath: '/.well-known/openid-configuration',
+    });
+    const sides = {
+      service: {
+        name: 'service',
+        server: service,
+        client: new OAuthClient({ issuer: service.issuer, ...service.demo }),
+        user: { email: service.demo.email, password: service.demo.password },
+      },
+      peer: {
+        name: PEER_NAME,
+        server: peer,
+        client: new PeerOAuthClient(peer.ready),
+        user: { email: peer.ready.email, password: peer.ready.password },
+      },
+    };
+    await checkPeerToken(sides.peer.client, sides.peer.user, peer.ready);
+    for (const [index, f] of FLOWS.entries()) {
+      // SQLite: service first for (a) and (c), peer first for (b); PostgreSQL the other way round.
+      const peerFirst = (index % 2 === 1) === (kind === 'sqlite');
+      const order = peerFirst ? ['peer', 'service'] : ['service', 'peer'];
+      const r = {};
+      for (const side of order) {
+        const { name, server, client, user } = sides[side];
+        r[side] = await measureFlow(`flow (${f.key}) on ${kind}, ${name}`, server, f.make(client, user), db);
       }
-      // The cost of one login without contention: one loop, a fixed number of logins.
-      log(`login alone on ${kind}: ${LOGIN_ALONE_COUNT} sequential logins`);
-      const alone = await runFlowLoops({
-        concurrency: 1,
-        durationSec: 60,
-        maxIterations: LOGIN_ALONE_COUNT,
-        setup: async () => undefined,
-        flow: async (step) => {
-          const jar = new CookieJar();
-          const form = await client.loginForm(jar, '/login?return_to=%2F');
-          await step('POST /login', () => client.login(jar, form, user.email, user.password));
-        },
+      out[f.key] = r.service;
+      peerOut[f.key] = r.peer;
+      const ratio = r.service.flowsPerSec / r.peer.flowsPerSec;
+      const errors = r.service.errors + r.peer.errors;
+      const target = FLOW_TARGETS[f.key];
+      const result = target ? verdict(ratio >= target, errors) : errors ? 'FAIL (errors)' : 'info';
+      const first = order[0] === 'peer' ? PEER_NAME : 'service';
+      comparison[f.key] = { ratio, target: target ?? null, first, result };
+      const loginNote = f.key === 'c' ? ' (login: SHA-256, not argon2id)' : '';
+      flowRows(section, `(${f.key}) ${f.label}, ${FLOW_LOOPS} loops: service`, r.service, f.steps);
+      flowRows(section, `(${f.key}) the same: ${PEER_NAME}${loginNote}`, r.peer, f.steps);
+      const disturbed = r.service.disturbed || r.peer.disturbed;
+      row({
+        section,
+        name: `(${f.key}) flows/s service / ${PEER_NAME} (${first} first)`,
+        target: target ? `>= ${target}` : 'info only',
+        measured: fmtRatio(ratio),
+        disturbed,
+        result,
+        gapAfter: true,
       });
-      const loginAlone = alone.steps['POST /login'] ?? summarize([]);
-      out.loginAlone = loginAlone;
-      row({ section, name: `POST /login alone (argon2id), 1 loop x ${loginAlone.count}`, p50: loginAlone.p50, p99: loginAlone.p99 });
-      row({ section, name: 'POST /login under flow (c) load', p50: out.c.steps['POST /login']?.p50, p99: out.c.steps['POST /login']?.p99 });
-      out.serviceProcess = await stopService(service);
-    } catch (error) {
-      throw withProcessState(error, service.proc);
-    } finally {
-      await stopProcess(service.proc);
+      const side = (x) => ({ rate: x.flowsPerSec, unit: 'flows/s', p50: x.flow.p50, p99: x.flow.p99, errors: x.errors });
+      comparisons.push({
+        group: f.key,
+        name: `(${f.key}) ${f.short} / ${PEER_NAME}${loginNote}`,
+        db: kind,
+        service: side(r.service),
+        other: side(r.peer),
+        ratio,
+        target: target ? `>= ${target}` : 'info only',
+        result,
+        first,
+        disturbed,
+      });
     }
+    // The cost of one login (the service's argon2id) without contention: one loop, a fixed number of logins.
+    log(`login alone on ${kind}: ${LOGIN_ALONE_COUNT} sequential logins`);
+    const { client, user } = sides.service;
+    const alone = await runFlowLoops({
+      concurrency: 1,
+      durationSec: 60,
+      maxIterations: LOGIN_ALONE_COUNT,
+      setup: async () => undefined,
+      flow: async (step) => {
+        const jar = new CookieJar();
+        const form = await client.loginForm(jar, '/login?return_to=%2F');
+        await step('POST /login', () => client.login(jar, form, user.email, user.password));
+      },
+    });
+    const loginAlone = alone.steps['POST /login'] ?? summarize([]);
+    out.loginAlone = loginAlone;
+    row({ section, name: `POST /login alone (argon2id), 1 loop x ${loginAlone.count}`, p50: loginAlone.p50, p99: loginAlone.p99 });
+    row({ section, name: 'POST /login under flow (c) load', p50: out.c.steps['POST /login']?.p50, p99: out.c.steps['POST /login']?.p99 });
+    out.serviceProcess = await stopService(service);
+    peerOut.process = await stopPeer(peer);
+  } catch (error) {
+    throw withProcessStates(error, service, peer);
   } finally {
+    if (service) await stopProcess(service.proc);
+    if (peer) await stopProcess(peer.proc);
     if (db) await dropDatabase(db).catch((error) => log(`drop ${db}: ${error.message}`));
     if (kind === 'sqlite') removeSqlite(url.slice('sqlite:'.length));
   }
-  results.scenarios[`flows_${kind}`] = out;
-  return [[`flows a+b+c (${kind})`, out.serviceProcess.peakRssKb]];
+  results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison };
+  return [
+    [`flows a+b+c (${kind})`, out.serviceProcess.peakRssKb],
+    [`${PEER_NAME} flows a+b+c (${kind}, info)`, peerOut.process.peakRssKb, true],
+  ];
+}
+
+/** Lines of a text table; `right` holds the indexes of right-aligned columns, `gaps` the rows followed by a blank line. */
+function formatTable(headers, cells, right, gaps = new Set()) {
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c) =>
+    c
+      .map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  const out = [line(headers), widths.map((w) => '-'.repeat(w)).join('  ')];
+  cells.forEach((c, i) => {
+    out.push(line(c));
+    if (gaps.has(i) && i < cells.length - 1) out.push('');
+  });
+  return out;
 }
 
 function printTable() {
@@ -572,32 +861,78 @@ function printTable() {
     r.measured,
     r.disturbed ? `${r.result} *`.trim() : r.result,
   ]);
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const right = new Set([2, 3, 4, 5, 6, 7, 9]);
-  const line = (c) =>
-    c
-      .map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
-      .join('  ')
-      .trimEnd();
-  const out = [line(headers), widths.map((w) => '-'.repeat(w)).join('  ')];
-  let previous;
-  for (let i = 0; i < cells.length; i++) {
-    const section = rows[i].section.split(' ')[0];
-    if (previous !== undefined && section !== previous) out.push('');
-    previous = section;
-    out.push(line(cells[i]));
-  }
+  // A blank line between sections (and databases), and after each flow's comparison.
+  const gaps = new Set(rows.flatMap((r, i) => (r.gapAfter || (i + 1 < rows.length && rows[i + 1].section !== r.section) ? [i] : [])));
+  const out = formatTable(headers, cells, new Set([2, 3, 4, 5, 6, 7, 9]), gaps);
   if (rows.some((r) => r.disturbed)) {
     out.push('', `* other processes used more than ${DISTURBED_SHARE * 100}% of a bench CPU during this measurement (see warnings)`);
   }
   out.push('srv cpu: CPU share the server process used (100% = CPU 0 saturated); cpu/op: server CPU time per request or flow');
+  if (rows.some((r) => r.section.startsWith('3'))) {
+    out.push(
+      `flows: GET /login and POST /login of ${PEER_NAME} are its interaction endpoints (GET /interaction/<uid>, POST .../login),` +
+        ' its GET /authorize after a login is GET /auth/<uid>',
+    );
+  }
   process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** The ratios to the reference servers with their verdicts, one line each, and the 100k-user bulk insert time. */
+function printComparisons() {
+  const out = [];
+  if (comparisons.length) {
+    // Grouped: the resource ratios, then each flow on SQLite and on PostgreSQL next to each other.
+    const groups = ['resource', ...FLOWS.map((f) => f.key)];
+    const sorted = comparisons
+      .map((c, i) => [c, i])
+      .sort(([a, i], [b, j]) => groups.indexOf(a.group) - groups.indexOf(b.group) || i - j)
+      .map(([c]) => c);
+    const headers = ['service / reference', 'db', 'service', 'p50', 'p99', 'reference', 'p50', 'p99', 'ratio', 'target', 'result', 'first'];
+    const rate = (x) => `${fmtNum(x.rate, x.unit === 'flows/s' ? 1 : 0)} ${x.unit}`;
+    const cells = sorted.map((c) => [
+      c.name,
+      c.db,
+      rate(c.service),
+      fmtMs(c.service.p50),
+      fmtMs(c.service.p99),
+      rate(c.other),
+      fmtMs(c.other.p50),
+      fmtMs(c.other.p99),
+      fmtRatio(c.ratio),
+      c.target,
+      c.disturbed ? `${c.result} *` : c.result,
+      c.first,
+    ]);
+    const gaps = new Set(sorted.flatMap((c, i) => (i + 1 < sorted.length && sorted[i + 1].group !== c.group ? [i] : [])));
+    out.push('', 'Ratios to the reference servers (p50 / p99: per request or per whole flow)');
+    out.push(...formatTable(headers, cells, new Set([2, 3, 4, 5, 6, 7, 8]), gaps));
+  }
+  const bulk = results.scenarios.users?.bulkInsert100k;
+  if (bulk)
+    out.push(
+      '',
+      `100k-user bulk insert: ${bulk.insertSec.toFixed(1)} s (one INSERT ... SELECT generate_series of ${fmtNum(bulk.rows)} rows)`,
+    );
+  if (out.length) process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** Every `errorSamples` in the results, with its path (e.g. flows_sqlite.peer.a). */
+function errorSampleWarnings(node, where, warnings = []) {
+  if (!node || typeof node !== 'object') return warnings;
+  if (node.errorSamples && Object.keys(node.errorSamples).length) warnings.push(`${where} errors: ${JSON.stringify(node.errorSamples)}`);
+  for (const [key, value] of Object.entries(node))
+    if (key !== 'errorSamples') errorSampleWarnings(value, where ? `${where}.${key}` : key, warnings);
+  return warnings;
 }
 
 async function main() {
   const pinned = pinSelf();
+  const benchDependencies = enabled('flows-sqlite') || enabled('flows-postgres') ? ensureBenchDependencies() : 'not needed';
   snapshotDist(tmpDir);
   results.environment = env();
+  const launch = serviceLaunchConfig();
+  const extraArgs = extraServiceNodeArgs();
+  const serviceCommand = ['node', ...launch.nodeOptions, ...extraArgs, 'dist/src/main.js'].join(' ');
   results.settings = {
     durationSec: DURATION,
     warmupSec: WARMUP,
@@ -605,11 +940,30 @@ async function main() {
     clientCpu: CLIENT_CPU,
     driverPinned: pinned,
     scenarios: [...ONLY],
+    flowLoops: FLOW_LOOPS,
     logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
+    serviceLaunch: {
+      command: serviceCommand,
+      packageJsonNodeOptions: launch.nodeOptions,
+      packageJsonMallocArenaMax: launch.mallocArenaMax ?? null,
+    },
     serviceEnv: process.env.BENCH_SERVICE_ENV ?? '',
     serviceNodeArgs: process.env.BENCH_SERVICE_NODE_ARGS ?? '',
+    peers: {
+      oidcProvider: packageVersion(path.join(BENCH_DIR, 'node_modules', 'oidc-provider')),
+      nestCore: packageVersion(path.join(ROOT, 'node_modules', '@nestjs', 'core')),
+      express: packageVersion(path.join(ROOT, 'node_modules', 'express')),
+      benchDependencies,
+    },
   };
   const e = results.environment;
+  const st = results.settings;
+  const serviceEnvText = [
+    launch.mallocArenaMax !== undefined ? `MALLOC_ARENA_MAX=${launch.mallocArenaMax}` : 'no MALLOC_ARENA_MAX',
+    st.serviceEnv,
+  ]
+    .filter(Boolean)
+    .join(' ');
   process.stdout.write(
     [
       'OAuth resource service benchmark',
@@ -618,10 +972,10 @@ async function main() {
       `  cpus       ${e.cpus} x ${e.cpuModel}, ${e.memoryGb} GB RAM, load average ${e.loadAverage.join(' ')}`,
       `  postgres   ${e.postgres}`,
       `  commit     ${e.commit}`,
-      `  settings   ${DURATION} s per measurement after ${WARMUP} s warm-up; servers on CPU ${SERVER_CPU}, load generators on CPU ${CLIENT_CPU}${pinned ? '' : ' (driver not pinned)'}; LOG_LEVEL=${results.settings.logLevel}, stdout piped`,
-      ...(results.settings.serviceEnv || results.settings.serviceNodeArgs
-        ? [`  service    ${[results.settings.serviceEnv, results.settings.serviceNodeArgs].filter(Boolean).join(' ')}`]
-        : []),
+      `  settings   ${DURATION} s per measurement after ${WARMUP} s warm-up; servers on CPU ${SERVER_CPU}, load generators on CPU ${CLIENT_CPU}${pinned ? '' : ' (driver not pinned)'}; LOG_LEVEL=${st.logLevel}, stdout piped`,
+      `  service    ${serviceCommand}; ${serviceEnvText}`,
+      `             (package.json config: nodeOptions ${launch.nodeOptions.length ? `"${launch.nodeOptions.join(' ')}"` : 'none'}, mallocArenaMax ${launch.mallocArenaMax ?? 'none'}${extraArgs.length ? `; BENCH_SERVICE_NODE_ARGS "${extraArgs.join(' ')}"` : ''})`,
+      `  references oidc-provider ${st.peers.oidcProvider} (in-memory; bench deps ${benchDependencies}), Nest ${st.peers.nestCore} + Express ${st.peers.express} hello app, node:http+jose baseline; plain node, no flags`,
       '',
     ].join('\n'),
   );
@@ -631,15 +985,16 @@ async function main() {
   const scenarios = [
     ['resource', 'resource', () => resourceScenario()],
     ['users', 'users', () => usersScenario()],
-    ['flows', 'flows sqlite', () => flowsScenario('sqlite')],
-    ['flows', 'flows postgres', () => flowsScenario('postgres')],
+    ['flows-sqlite', 'flows sqlite', () => flowsScenario('sqlite')],
+    ['flows-postgres', 'flows postgres', () => flowsScenario('postgres')],
   ];
   for (const [key, label, run] of scenarios) {
-    if (!ONLY.has(key)) continue;
+    if (!enabled(key)) continue;
     // A second attempt when the first fails: on a shared machine a process of ours may be stopped by someone else.
     for (let attempt = 1; attempt <= SCENARIO_ATTEMPTS; attempt++) {
       log(`scenario: ${label}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
       const rowCount = rows.length;
+      const comparisonCount = comparisons.length;
       const noteCount = results.notes.length;
       try {
         rss.push(...(await run()));
@@ -649,6 +1004,7 @@ async function main() {
           `scenario ${label} failed: ${error.stack ?? error.message}${error.cause ? `\ncause: ${error.cause.stack ?? error.cause}` : ''}`,
         );
         rows.length = rowCount;
+        comparisons.length = comparisonCount;
         results.notes.length = noteCount;
         if (attempt < SCENARIO_ATTEMPTS && !cleanedUp) {
           results.notes.push(`${label}: attempt ${attempt} failed and was repeated: ${error.message.split('\n')[0].slice(0, 300)}`);
@@ -667,14 +1023,8 @@ async function main() {
 
   process.stdout.write('\n');
   printTable();
-  const warnings = [];
-  for (const [name, scenario] of Object.entries(results.scenarios)) {
-    for (const [key, value] of Object.entries(scenario)) {
-      if (value && typeof value === 'object' && value.errorSamples && Object.keys(value.errorSamples).length) {
-        warnings.push(`${name}.${key} errors: ${JSON.stringify(value.errorSamples)}`);
-      }
-    }
-  }
+  printComparisons();
+  const warnings = errorSampleWarnings(results.scenarios, '');
   const procs = [];
   const collect = (o) => {
     if (!o || typeof o !== 'object') return;

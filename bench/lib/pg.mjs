@@ -1,5 +1,6 @@
 // PostgreSQL helpers: a throw-away database per run (bench_<random>) and the one-statement user seed.
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 
 const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -74,12 +75,16 @@ export async function withDatabase(name, fn) {
 /**
  * Adds users until the table holds `target` rows, in one INSERT ... SELECT FROM generate_series (the triggers keep
  * user_counts exact), then ANALYZE. Genders rotate female/male/other, ages spread over 0..150.
+ * Returns `{ users, counted, inserted, insertSec, analyzeSec }`: the rows in users and in user_counts afterwards,
+ * the rows inserted, and the wall time of the INSERT statement alone and of the ANALYZE.
  */
 export async function seedUsersTo(name, target) {
   return withDatabase(name, async (client) => {
     const { rows } = await client.query('SELECT count(*)::int AS n FROM users');
     const have = rows[0].n;
+    let insertSec = 0;
     if (have < target) {
+      const t0 = performance.now();
       await client.query(
         `INSERT INTO users (id, email, email_normalized, password_hash, name, gender, age, role, created_at, updated_at)
          SELECT gen_random_uuid()::text,
@@ -95,11 +100,14 @@ export async function seedUsersTo(name, target) {
          FROM generate_series($1::int, $2::int) AS i`,
         [have + 1, target],
       );
+      insertSec = (performance.now() - t0) / 1000;
     }
+    const t1 = performance.now();
     await client.query('ANALYZE users');
+    const analyzeSec = (performance.now() - t1) / 1000;
     const check = await client.query(
       `SELECT (SELECT count(*)::int FROM users) AS users, (SELECT sum(total)::int FROM user_counts) AS counted`,
     );
-    return check.rows[0];
+    return { ...check.rows[0], inserted: Math.max(0, target - have), insertSec, analyzeSec };
   });
 }

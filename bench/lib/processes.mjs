@@ -1,4 +1,5 @@
-// Starting, watching and stopping the processes the bench runs: the service, the baseline and autocannon.
+// Starting, watching and stopping the processes the bench runs: the service, the baseline, the peers
+// (bench/peer/*.mjs) and autocannon.
 // Every child is registered so that the driver can stop it on any exit path (stopAll).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
@@ -231,6 +232,26 @@ export async function stopAll() {
   await Promise.all([...running].map((proc) => stopProcess(proc, 10_000)));
 }
 
+let launchConfig;
+
+/**
+ * The node flags and environment of the project's default start command, from the root package.json:
+ * `"config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>" }` (each optional). Read once per run, so that
+ * every service process of a run starts the same way. `{ nodeOptions: string[], mallocArenaMax?: string }`.
+ */
+export function serviceLaunchConfig() {
+  if (launchConfig) return launchConfig;
+  const config = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).config ?? {};
+  const flags = config.nodeOptions ?? '';
+  const nodeOptions = (Array.isArray(flags) ? flags.map(String) : String(flags).split(' ')).filter(Boolean);
+  const arenas = config.mallocArenaMax;
+  launchConfig = { nodeOptions, mallocArenaMax: arenas === undefined || arenas === null || arenas === '' ? undefined : String(arenas) };
+  return launchConfig;
+}
+
+/** The extra node flags of BENCH_SERVICE_NODE_ARGS (for profiling, e.g. "--cpu-prof --cpu-prof-dir=prof"). */
+export const extraServiceNodeArgs = () => (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 function serviceEnv({ port, databaseUrl }) {
   const issuer = `http://127.0.0.1:${port}`;
   const env = {
@@ -245,6 +266,9 @@ function serviceEnv({ port, databaseUrl }) {
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     NODE_ENV: 'development',
   };
+  // As the project's start command runs it (package.json config.mallocArenaMax); BENCH_SERVICE_ENV may override.
+  const { mallocArenaMax } = serviceLaunchConfig();
+  if (mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = mallocArenaMax;
   // Extra variables for experiments, e.g. BENCH_SERVICE_ENV="MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=2".
   for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(' ').filter(Boolean)) {
     const eq = pair.indexOf('=');
@@ -262,13 +286,13 @@ function parseDemo(text) {
 }
 
 /**
- * Starts `node dist/src/main.js` pinned to the server CPU and waits until /health/ready answers. On a fresh
- * database (`expectDemo`) it also waits for the demo credentials the service prints once.
+ * Starts `node <package.json config.nodeOptions> <BENCH_SERVICE_NODE_ARGS> dist/src/main.js` pinned to the server
+ * CPU and waits until /health/ready answers. On a fresh database (`expectDemo`) it also waits for the demo
+ * credentials the service prints once.
  */
 export async function startService({ name, port, databaseUrl, expectDemo }) {
   const { env, issuer } = serviceEnv({ port, databaseUrl });
-  // For profiling, e.g. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=prof".
-  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...serviceLaunchConfig().nodeOptions, ...extraServiceNodeArgs()];
   const proc = spawnPinned(name, SERVER_CPU, process.execPath, [...nodeArgs, serviceMain], env);
   try {
     await waitForHttp(`${issuer}/health/ready`, 60_000, () => !proc.exited);
@@ -303,6 +327,30 @@ export async function startBaseline({ port, issuer, audience, jwksUrl }) {
     throw new Error(`baseline did not start:\n${proc.stderr.slice(-2000)}`);
   }
   return { proc, pid: proc.pid, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * Starts a peer server (bench/peer/*.mjs: `script`, relative to the repository) pinned to the server CPU, like the
+ * service, with plain `node` (no flags) and only PATH, PORT and `env`, and waits for the JSON ready line it prints
+ * (`{"ready":true,...}`) and, when given, for `healthPath` to answer 200. Returns `{ proc, pid, ready }`.
+ */
+export async function startPeer({ name, script, port, env = {}, healthPath }) {
+  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [script], { PATH: process.env.PATH, PORT: String(port), ...env });
+  try {
+    const deadline = Date.now() + 30_000;
+    let line;
+    while (!(line = proc.head.split('\n').find((l) => l.startsWith('{"ready":true'))) && Date.now() < deadline && !proc.exited) {
+      await sleep(50);
+    }
+    if (!line) throw new Error(proc.exited ? `exited (${proc.exitCode ?? proc.exitSignal})` : 'no ready line after 30 s');
+    const ready = JSON.parse(line);
+    if (ready.pid !== proc.pid) throw new Error(`ready line from pid ${ready.pid}, expected ${proc.pid}`);
+    if (healthPath) await waitForHttp(new URL(healthPath, `http://127.0.0.1:${port}`).toString(), 20_000, () => !proc.exited);
+    return { proc, pid: proc.pid, ready };
+  } catch (error) {
+    await stopProcess(proc);
+    throw new Error(`${name} did not start: ${error.message}\n--- stderr ---\n${proc.stderr.slice(-2000)}`);
+  }
 }
 
 /**
