@@ -4,7 +4,7 @@ import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
 import { accessLogMiddleware } from './logging/access-log.middleware';
-import { ROOT_LOGGER } from './logging/logging.module';
+import { ACCESS_LOGGER } from './logging/logging.module';
 import { setupOpenApi } from './openapi';
 
 export const BODY_LIMIT = '100kb';
@@ -22,7 +22,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
   app.use(requestIdMiddleware(config.trustProxy));
-  app.use(accessLogMiddleware(app.get(ROOT_LOGGER)));
+  app.use(accessLogMiddleware(app.get(ACCESS_LOGGER)));
   app.use(
     helmet({
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.secureCookies ? [] : null } },

@@ -20,11 +20,44 @@ const REDACT = [
   '*.token',
 ];
 
+/** The access log's logger: same destination and level as the root logger, without redaction (see below). */
+export const ACCESS_LOGGER = Symbol('ACCESS_LOGGER');
+const LOG_DESTINATION = Symbol('LOG_DESTINATION');
+
+/**
+ * stdout, written asynchronously: lines gather in a buffer written out when it holds 8 KB, and at least every
+ * 250 ms, so under load the access log costs one write per few dozen requests instead of one blocking write each.
+ * pino flushes what is left synchronously when the process exits.
+ */
+const destinationProvider = {
+  provide: LOG_DESTINATION,
+  useFactory: () => pino.destination({ dest: 1, sync: false, minLength: 8192, periodicFlush: 250 }),
+};
+
 const rootLoggerProvider = {
   provide: ROOT_LOGGER,
-  inject: [AppConfig],
-  useFactory: (config: AppConfig) => pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } }),
+  inject: [AppConfig, LOG_DESTINATION],
+  useFactory: (config: AppConfig, destination: pino.DestinationStream) =>
+    pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } }, destination),
 };
+
+/**
+ * The access log writes only fields it builds itself (ids, method, path, route, status, duration; never headers,
+ * query strings or bodies), so it skips the redaction pass that every application log line goes through, which
+ * was a tenth of the CPU of a cheap request.
+ */
+const accessLoggerProvider = {
+  provide: ACCESS_LOGGER,
+  inject: [AppConfig, LOG_DESTINATION],
+  useFactory: (config: AppConfig, destination: pino.DestinationStream) => pino({ level: config.logLevel }, destination),
+};
+
+/** The pino instances and their shared destination: one of each per application. */
+@Module({
+  providers: [destinationProvider, rootLoggerProvider, accessLoggerProvider],
+  exports: [ROOT_LOGGER, ACCESS_LOGGER],
+})
+class PinoLoggersModule {}
 
 /**
  * JSON logs (pino). Requests are logged by the lean middleware in `access-log.middleware.ts` (one line each)
@@ -32,13 +65,13 @@ const rootLoggerProvider = {
  */
 @Module({
   imports: [
+    PinoLoggersModule,
     LoggerModule.forRootAsync({
-      providers: [rootLoggerProvider],
+      imports: [PinoLoggersModule],
       inject: [ROOT_LOGGER],
       useFactory: (logger: pino.Logger) => ({ pinoHttp: { logger }, forRoutes: [] }),
     }),
   ],
-  providers: [rootLoggerProvider],
-  exports: [ROOT_LOGGER],
+  exports: [PinoLoggersModule],
 })
 export class LoggingModule {}

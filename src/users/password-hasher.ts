@@ -1,11 +1,13 @@
+import { availableParallelism } from 'node:os';
 import { Injectable } from '@nestjs/common';
 import argon2 from 'argon2';
 
 /**
- * How many argon2id computations run at once. Each takes 19 MiB for its duration and a core; more than the
- * machine has cores only queues them inside libuv's pool while holding their memory, so they wait here instead.
+ * How many argon2id computations run at once: one per core this process may run on (at most 4, libuv's pool).
+ * Each takes 19 MiB and a core for its duration; more at once only queue inside libuv's pool while holding
+ * their memory, so they wait here instead.
  */
-const MAX_CONCURRENT_HASHES = 2;
+const MAX_CONCURRENT_HASHES = Math.min(4, Math.max(1, availableParallelism()));
 
 /**
  * argon2id with the OWASP-recommended parameters (19 MiB, 2 passes, 1 lane). The work runs on libuv's thread

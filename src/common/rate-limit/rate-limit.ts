@@ -3,6 +3,7 @@ import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from 
 import type { Request } from 'express';
 import { parseBasicCredentials } from '../basic-credentials';
 import type { RateLimitConfig } from './rate-limit.config';
+import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
 export type RateLimitBucket = 'login' | 'token';
@@ -26,7 +27,7 @@ function clientOf(req: Request): string {
 export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOptions {
   return {
     setHeaders: false,
-    storage: config.redisUrl ? new RedisThrottlerStorage(config.redisUrl) : undefined,
+    storage: config.redisUrl ? new RedisThrottlerStorage(config.redisUrl) : new MemoryThrottlerStorage(),
     throttlers: [
       {
         name: 'login',
