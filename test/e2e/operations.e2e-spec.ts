@@ -189,4 +189,20 @@ describe('containers and configuration files', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev|npm ci --omit=dev/);
   });
+
+  it('runs the image with the memory settings of npm start (package.json "config")', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      config: { nodeOptions: string; mallocArenaMax: string };
+      scripts: Record<string, string>;
+    };
+    expect(pkg.config.nodeOptions).toMatch(/--max-old-space-size=\d+/);
+    expect(pkg.config.nodeOptions).toMatch(/--max-semi-space-size=\d+/);
+    for (const script of ['start', 'start:prod']) {
+      expect(pkg.scripts[script]).toContain('NODE_OPTIONS="$npm_package_config_nodeOptions $NODE_OPTIONS"');
+      expect(pkg.scripts[script]).toContain('MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-$npm_package_config_mallocArenaMax}');
+    }
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toContain(`NODE_OPTIONS="${pkg.config.nodeOptions}"`);
+    expect(dockerfile).toContain(`MALLOC_ARENA_MAX=${pkg.config.mallocArenaMax}`);
+  });
 });
