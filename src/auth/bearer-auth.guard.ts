@@ -9,6 +9,16 @@ import type { AuthPrincipal } from './principal';
 import { RoleDirectory } from './role-directory';
 import { type RouteTargets, accessDeclarationProblem } from './route-access.check';
 
+/** A route's access declaration, read from its metadata once and kept for every later request. */
+interface AccessRule {
+  isPublic: boolean;
+  /** Set when the declaration is invalid: the route is denied. */
+  problem: string | undefined;
+  /** The scopes the token must carry (empty for `@AnyScope()`). */
+  scopes: string[];
+  roles: string[] | undefined;
+}
+
 /**
  * The global guard of the resource server (RFC 6750): every route needs a valid bearer token unless it is marked
  * `@Public()`. Passport's `bearer` strategy authenticates; this guard turns its outcome into the exact challenges
@@ -18,6 +28,8 @@ import { type RouteTargets, accessDeclarationProblem } from './route-access.chec
 @Injectable()
 export class BearerAuthGuard extends AuthGuard('bearer') {
   private roles: RoleDirectory | undefined;
+  /** Per controller class, then per handler (a handler inherited by two controllers may be declared apart). */
+  private readonly rules = new WeakMap<object, WeakMap<object, AccessRule>>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -28,25 +40,41 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()] as RouteTargets;
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets)) return true;
+    const rule = this.ruleOf(context);
+    if (rule.isPublic) return true;
     await super.canActivate(context);
     const principal = context.switchToHttp().getRequest<RequestWithPrincipal>().principal!;
 
-    if (accessDeclarationProblem(this.reflector, targets)) {
-      throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
+    if (rule.problem) throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
+    if (rule.scopes.some((scope) => !principal.scopes.has(scope))) {
+      const needed = rule.scopes.join(' ');
+      throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed}.`, {
+        'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
+      });
     }
-    if (!this.reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets)) {
-      const needed = this.reflector.getAllAndOverride<string[]>(SCOPES_KEY, targets);
-      if (needed.some((scope) => !principal.scopes.has(scope))) {
-        throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed.join(' ')}.`, {
-          'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed.join(' ')}"`,
-        });
-      }
-    }
-    const roles = this.reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets);
-    if (roles) await this.checkRole(principal, roles);
+    if (rule.roles) await this.checkRole(principal, rule.roles);
     return true;
+  }
+
+  private ruleOf(context: ExecutionContext): AccessRule {
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let rules = this.rules.get(controller);
+    if (!rules) this.rules.set(controller, (rules = new WeakMap()));
+    let rule = rules.get(handler);
+    if (!rule) {
+      const targets = [handler, controller] as RouteTargets;
+      const anyScope = this.reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true;
+      const scopes = anyScope ? [] : (this.reflector.getAllAndOverride<string[] | undefined>(SCOPES_KEY, targets) ?? []);
+      rule = {
+        isPublic: this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) === true,
+        problem: accessDeclarationProblem(this.reflector, targets),
+        scopes,
+        roles: this.reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
+      };
+      rules.set(handler, rule);
+    }
+    return rule;
   }
 
   /**
