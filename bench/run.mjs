@@ -946,6 +946,7 @@ async function main() {
       command: serviceCommand,
       packageJsonNodeOptions: launch.nodeOptions,
       packageJsonMallocArenaMax: launch.mallocArenaMax ?? null,
+      packageJsonMallocMmapThreshold: launch.mallocMmapThreshold ?? null,
     },
     serviceEnv: process.env.BENCH_SERVICE_ENV ?? '',
     serviceNodeArgs: process.env.BENCH_SERVICE_NODE_ARGS ?? '',
@@ -960,6 +961,7 @@ async function main() {
   const st = results.settings;
   const serviceEnvText = [
     launch.mallocArenaMax !== undefined ? `MALLOC_ARENA_MAX=${launch.mallocArenaMax}` : 'no MALLOC_ARENA_MAX',
+    launch.mallocMmapThreshold !== undefined ? `MALLOC_MMAP_THRESHOLD_=${launch.mallocMmapThreshold}` : '',
     st.serviceEnv,
   ]
     .filter(Boolean)

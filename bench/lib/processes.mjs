@@ -236,7 +236,7 @@ let launchConfig;
 
 /**
  * The node flags and environment of the project's default start command, from the root package.json:
- * `"config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>" }` (each optional). Read once per run, so that
+ * `"config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>", "mallocMmapThreshold": "<bytes>" }` (each optional). Read once per run, so that
  * every service process of a run starts the same way. `{ nodeOptions: string[], mallocArenaMax?: string }`.
  */
 export function serviceLaunchConfig() {
@@ -244,8 +244,12 @@ export function serviceLaunchConfig() {
   const config = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).config ?? {};
   const flags = config.nodeOptions ?? '';
   const nodeOptions = (Array.isArray(flags) ? flags.map(String) : String(flags).split(' ')).filter(Boolean);
-  const arenas = config.mallocArenaMax;
-  launchConfig = { nodeOptions, mallocArenaMax: arenas === undefined || arenas === null || arenas === '' ? undefined : String(arenas) };
+  const setting = (value) => (value === undefined || value === null || value === '' ? undefined : String(value));
+  launchConfig = {
+    nodeOptions,
+    mallocArenaMax: setting(config.mallocArenaMax),
+    mallocMmapThreshold: setting(config.mallocMmapThreshold),
+  };
   return launchConfig;
 }
 
@@ -267,8 +271,9 @@ function serviceEnv({ port, databaseUrl }) {
     NODE_ENV: 'development',
   };
   // As the project's start command runs it (package.json config.mallocArenaMax); BENCH_SERVICE_ENV may override.
-  const { mallocArenaMax } = serviceLaunchConfig();
+  const { mallocArenaMax, mallocMmapThreshold } = serviceLaunchConfig();
   if (mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = mallocArenaMax;
+  if (mallocMmapThreshold !== undefined) env.MALLOC_MMAP_THRESHOLD_ = mallocMmapThreshold;
   // Extra variables for experiments, e.g. BENCH_SERVICE_ENV="MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=2".
   for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(' ').filter(Boolean)) {
     const eq = pair.indexOf('=');

@@ -192,7 +192,7 @@ describe('containers and configuration files', () => {
 
   it('runs the image with the memory settings of npm start (package.json "config")', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-      config: { nodeOptions: string; mallocArenaMax: string };
+      config: { nodeOptions: string; mallocArenaMax: string; mallocMmapThreshold: string };
       scripts: Record<string, string>;
     };
     expect(pkg.config.nodeOptions).toMatch(/--max-old-space-size=\d+/);
@@ -200,9 +200,11 @@ describe('containers and configuration files', () => {
     for (const script of ['start', 'start:prod']) {
       expect(pkg.scripts[script]).toContain('NODE_OPTIONS="$npm_package_config_nodeOptions $NODE_OPTIONS"');
       expect(pkg.scripts[script]).toContain('MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-$npm_package_config_mallocArenaMax}');
+      expect(pkg.scripts[script]).toContain('MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-$npm_package_config_mallocMmapThreshold}');
     }
     const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
     expect(dockerfile).toContain(`NODE_OPTIONS="${pkg.config.nodeOptions}"`);
     expect(dockerfile).toContain(`MALLOC_ARENA_MAX=${pkg.config.mallocArenaMax}`);
+    expect(dockerfile).toContain(`MALLOC_MMAP_THRESHOLD_=${pkg.config.mallocMmapThreshold}`);
   });
 });
