@@ -37,9 +37,9 @@ export class CookieJar {
   }
 }
 
-class FlowError extends Error {}
+export class FlowError extends Error {}
 
-function expectStatus(res, expected, step) {
+export function expectStatus(res, expected, step) {
   if (!expected.includes(res.status)) throw new FlowError(`${step}: HTTP ${res.status}, expected ${expected.join('/')}`);
 }
 
@@ -60,7 +60,8 @@ export class OAuthClient {
     this.basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
   }
 
-  async #fetch(path, init = {}) {
+  /** One request to the server, never following redirects; bounded by a timeout. */
+  async request(path, init = {}) {
     return fetch(new URL(path, this.issuer), { redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), ...init });
   }
 
@@ -85,7 +86,7 @@ export class OAuthClient {
    * browser has no session.
    */
   async authorize(jar, requestPath, state) {
-    const res = await this.#fetch(requestPath, { headers: { cookie: jar.header() } });
+    const res = await this.request(requestPath, { headers: { cookie: jar.header() } });
     await res.arrayBuffer();
     expectStatus(res, [302], 'GET /authorize');
     const location = new URL(res.headers.get('location'), this.issuer);
@@ -100,7 +101,7 @@ export class OAuthClient {
 
   /** GET /login: the form's csrf and return_to, and the login_csrf cookie into the jar. */
   async loginForm(jar, loginPath) {
-    const res = await this.#fetch(loginPath, { headers: { cookie: jar.header() } });
+    const res = await this.request(loginPath, { headers: { cookie: jar.header() } });
     const html = await res.text();
     expectStatus(res, [200], 'GET /login');
     jar.store(res);
@@ -112,7 +113,7 @@ export class OAuthClient {
 
   /** POST /login: returns where it sent the browser (return_to); the session cookie goes into the jar. */
   async login(jar, { csrf, returnTo }, email, password) {
-    const res = await this.#fetch('/login', {
+    const res = await this.request('/login', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: jar.header() },
       body: new URLSearchParams({ email, password, csrf, return_to: returnTo }).toString(),
@@ -125,7 +126,7 @@ export class OAuthClient {
   }
 
   async #token(form, step) {
-    const res = await this.#fetch('/token', {
+    const res = await this.request('/token', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: this.basic },
       body: new URLSearchParams(form).toString(),

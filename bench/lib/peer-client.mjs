@@ -12,17 +12,9 @@
 //     removed from the jar; the path is ignored (the provider ignores cookies it does not expect).
 // Like OAuthClient, every method checks the answer (status, state, iss, tokens) and throws on anything unexpected.
 import { randomBytes } from 'node:crypto';
-import { CookieJar, pkce } from './oauth.mjs';
+import { CookieJar, FlowError, OAuthClient, expectStatus, pkce } from './oauth.mjs';
 
-const REQUEST_TIMEOUT_MS = 15_000;
-const SCOPE = 'users:read users:write orders:read orders:write';
 const REDIRECT_STATUSES = [302, 303];
-
-class FlowError extends Error {}
-
-function expectStatus(res, expected, step) {
-  if (!expected.includes(res.status)) throw new FlowError(`${step}: HTTP ${res.status}, expected ${expected.join('/')}`);
-}
 
 /** Stores the response's cookies in the jar; a cookie cleared with an expiry in the past is removed from it. */
 function storeCookies(jar, res) {
@@ -41,20 +33,16 @@ function forgetCookies(jar, names) {
 }
 
 /** A client of one running oidc-provider peer: its issuer and the client's credentials (from its ready line). */
-export class PeerOAuthClient {
+/**
+ * A client of one running oidc-provider peer: its issuer and the client's credentials (from its ready line). The
+ * token endpoint is the same as the service's, so exchangeCode() and refresh() are OAuthClient's.
+ */
+export class PeerOAuthClient extends OAuthClient {
   /** Per jar: the authorization request waiting for a login ({ requestPath, interactionPath, resumePath }). */
   #pending = new WeakMap();
 
-  constructor({ issuer, clientId, clientSecret, redirectUri = `${issuer}/cb`, scope = SCOPE }) {
-    this.issuer = issuer;
-    this.clientId = clientId;
-    this.redirectUri = redirectUri;
-    this.scope = scope;
-    this.basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
-  }
-
-  async #fetch(path, init = {}) {
-    return fetch(new URL(path, this.issuer), { redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), ...init });
+  constructor({ issuer, redirectUri = `${issuer}/cb`, ...rest }) {
+    super({ issuer, redirectUri, ...rest });
   }
 
   /** A fresh authorization request: its relative URL and the PKCE verifier / state to check the answer with. */
@@ -84,7 +72,7 @@ export class PeerOAuthClient {
       path = pending.resumePath;
       this.#pending.delete(jar);
     }
-    const res = await this.#fetch(path, { headers: { cookie: jar.header() } });
+    const res = await this.request(path, { headers: { cookie: jar.header() } });
     await res.arrayBuffer();
     expectStatus(res, REDIRECT_STATUSES, 'GET /authorize');
     storeCookies(jar, res);
@@ -103,7 +91,7 @@ export class PeerOAuthClient {
 
   /** GET /interaction/<uid>: the login form's action; the interaction cookie must be in the jar. */
   async loginForm(jar, loginPath) {
-    const res = await this.#fetch(loginPath, { headers: { cookie: jar.header() } });
+    const res = await this.request(loginPath, { headers: { cookie: jar.header() } });
     const html = await res.text();
     expectStatus(res, [200], 'GET /login');
     storeCookies(jar, res);
@@ -119,7 +107,7 @@ export class PeerOAuthClient {
    * login did not start from authorize() with this jar.
    */
   async login(jar, { action, loginPath }, email, password) {
-    const res = await this.#fetch(action, {
+    const res = await this.request(action, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: jar.header() },
       body: new URLSearchParams({ email, password }).toString(),
@@ -134,30 +122,6 @@ export class PeerOAuthClient {
     if (pending?.interactionPath !== loginPath) return location.pathname;
     pending.resumePath = location.pathname;
     return pending.requestPath;
-  }
-
-  async #token(form, step) {
-    const res = await this.#fetch('/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: this.basic },
-      body: new URLSearchParams(form).toString(),
-    });
-    const text = await res.text();
-    expectStatus(res, [200], `${step} (${text.slice(0, 200)})`);
-    const body = JSON.parse(text);
-    if (!body.access_token || !body.refresh_token || !/^bearer$/i.test(body.token_type)) throw new FlowError(`${step}: incomplete answer`);
-    return body;
-  }
-
-  exchangeCode(code, verifier) {
-    return this.#token(
-      { grant_type: 'authorization_code', code, redirect_uri: this.redirectUri, code_verifier: verifier },
-      'POST /token (code)',
-    );
-  }
-
-  refresh(refreshToken) {
-    return this.#token({ grant_type: 'refresh_token', refresh_token: refreshToken }, 'POST /token (refresh)');
   }
 
   /**

@@ -27,17 +27,14 @@ export class AuthorizeController {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
-    // One query either way: a trusted client needs no consent; any other reads it with the session.
-    const cookie = sessionCookie.read(req);
-    const found = request.client.trusted
-      ? await this.sessions.current(cookie).then((session) => session && { session, consented: undefined })
-      : await this.sessions.currentWithConsent(cookie, request.client.id);
-    if (!found) {
+    // A trusted client needs no consent; for any other the consent is read with the session, in one query.
+    const session = await this.sessions.current(sessionCookie.read(req), request.client.trusted ? undefined : request.client.id);
+    if (!session) {
       res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
       return;
     }
-    const { session, consented } = found;
     const requested = request.scope.split(' ');
+    const { consented } = session;
     if (!consented || requested.every((s) => consented.has(s))) {
       await this.redirectWithCode(res, request, session.userId, 302);
       return;

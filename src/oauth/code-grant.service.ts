@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
@@ -26,22 +26,17 @@ function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
 }
 
-const INSERT_GRANT = sql`
+const GRANT_INSERT = `
   INSERT INTO grants (id, user_id, client_id, scope, created_at, expires_at, revoked_at)
   VALUES (:grantId, :userId, :clientId, :scope, :now, :grantExpiresAt, NULL)`;
-const INSERT_CODE = sql`
+const CODE_INSERT = `
   INSERT INTO authorization_codes
     (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
   VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL)`;
+const INSERT_GRANT = new Statement(GRANT_INSERT);
+const INSERT_CODE = new Statement(CODE_INSERT);
 /** PostgreSQL: the grant and its code in one statement (one round trip). */
-const INSERT_GRANT_AND_CODE = sql`
-  WITH grant_row AS (
-    INSERT INTO grants (id, user_id, client_id, scope, created_at, expires_at, revoked_at)
-    VALUES (:grantId, :userId, :clientId, :scope, :now, :grantExpiresAt, NULL)
-  )
-  INSERT INTO authorization_codes
-    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
-  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL)`;
+const INSERT_GRANT_AND_CODE = new Statement(`WITH grant_row AS (${GRANT_INSERT}) ${CODE_INSERT}`);
 
 /**
  * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a

@@ -18,6 +18,8 @@ export interface CurrentSession {
   userId: string;
   csrfToken: string;
   expiresAt: number;
+  /** The scopes the user has granted the client asked about (see {@link SessionsService.current}). */
+  consented?: Set<string>;
 }
 
 const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at FROM sessions WHERE id = :id`;
@@ -60,32 +62,26 @@ export class SessionsService {
     return { session, secret };
   }
 
-  /** The live session a cookie value names, if any. */
-  async current(secret: string | undefined): Promise<CurrentSession | undefined> {
+  /**
+   * The live session a cookie value names, if any. With `consentOf` (a client id), also the scopes its user has
+   * already granted that client, read in the same query.
+   */
+  async current(secret: string | undefined, consentOf?: string): Promise<CurrentSession | undefined> {
     if (!secret || secret.length > 100) return undefined;
-    return live(await this.db.one<SessionRow>(FIND_SESSION, { id: hashSecret(secret) }));
-  }
-
-  /** The live session a cookie value names and the scopes its user has already granted `clientId`. */
-  async currentWithConsent(
-    secret: string | undefined,
-    clientId: string,
-  ): Promise<{ session: CurrentSession; consented: Set<string> } | undefined> {
-    if (!secret || secret.length > 100) return undefined;
-    const row = await this.db.one<SessionRow>(FIND_SESSION_WITH_CONSENT, { id: hashSecret(secret), clientId });
-    const session = live(row);
-    if (!session) return undefined;
-    return { session, consented: new Set((row?.consented_scope ?? '').split(' ').filter(Boolean)) };
+    const id = hashSecret(secret);
+    const row =
+      consentOf === undefined
+        ? await this.db.one<SessionRow>(FIND_SESSION, { id })
+        : await this.db.one<SessionRow>(FIND_SESSION_WITH_CONSENT, { id, clientId: consentOf });
+    if (!row) return undefined;
+    const expiresAt = epochMs(row.expires_at);
+    if (expiresAt <= Date.now()) return undefined;
+    const session: CurrentSession = { id: row.id, userId: row.user_id, csrfToken: row.csrf_token, expiresAt };
+    if (consentOf !== undefined) session.consented = new Set((row.consented_scope ?? '').split(' ').filter(Boolean));
+    return session;
   }
 
   async end(secret: string | undefined): Promise<void> {
     if (secret) await this.sessions.delete({ id: hashSecret(secret) });
   }
-}
-
-function live(row: SessionRow | undefined): CurrentSession | undefined {
-  if (!row) return undefined;
-  const expiresAt = epochMs(row.expires_at);
-  if (expiresAt <= Date.now()) return undefined;
-  return { id: row.id, userId: row.user_id, csrfToken: row.csrf_token, expiresAt };
 }
