@@ -7,11 +7,15 @@ import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
 import { DemoDataService } from './demo/demo-data.service';
+import { ExpressHttpAdapter } from './common/express-adapter';
 
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
   validateConfiguration(process.env);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bodyParser: false, bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, new ExpressHttpAdapter(), {
+    bodyParser: false,
+    bufferLogs: true,
+  });
   configureApp(app);
   const config = app.get(AppConfig);
   const demo = await app.get(DemoDataService).seedIfEmpty();

@@ -14,6 +14,7 @@ import { type Scope, allScopes } from '../../src/auth/scopes';
 import { AppConfig } from '../../src/config/app-config';
 import { ENV } from '../../src/config/env';
 import { configureApp } from '../../src/configure-app';
+import { ExpressHttpAdapter } from '../../src/common/express-adapter';
 import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { UsersService } from '../../src/users/users.service';
@@ -84,7 +85,10 @@ export async function createTestApp(
     .overrideProvider(ENV)
     .useValue({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url })
     .compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: ['error', 'warn'] });
+  const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
+    bodyParser: false,
+    logger: ['error', 'warn'],
+  });
   configureApp(app);
   await app.init();
   const config = app.get(AppConfig);

@@ -1,0 +1,47 @@
+import type http from 'node:http';
+import type { Express, Request, Response } from 'express';
+import request from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { ExpressHttpAdapter } from './express-adapter';
+
+describe('ExpressHttpAdapter', () => {
+  it("creates each request and response with Express's prototypes, before Express sees them", async () => {
+    const adapter = new ExpressHttpAdapter();
+    adapter.initHttpServer({});
+    const app = adapter.getInstance<Express>();
+    const server = adapter.getHttpServer() as http.Server;
+    const arrived: { req?: object | null; res?: object | null } = {};
+    // Runs before Express's own listener, so it sees the objects as Node built them.
+    server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      arrived.req = Object.getPrototypeOf(req) as object | null;
+      arrived.res = Object.getPrototypeOf(res) as object | null;
+    });
+    app.get('/probe', (req: Request, res: Response) => {
+      res.status(201).json({ path: req.path, ip: typeof req.ip, header: req.get('x-probe') });
+    });
+
+    const response = await request(server).get('/probe?x=1').set('X-Probe', 'yes');
+
+    expect(arrived.req).toBe(app.request);
+    expect(arrived.res).toBe(app.response);
+    // Node's and Express's APIs both work on them.
+    expect(response.status).toBe(201);
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.body).toEqual({ path: '/probe', ip: 'string', header: 'yes' });
+  });
+
+  it('keeps the options Nest handles itself (the 503 while shutting down)', async () => {
+    const adapter = new ExpressHttpAdapter();
+    adapter.initHttpServer({ return503OnClosing: true });
+    const app = adapter.getInstance<Express>();
+    app.get('/probe', (_req: Request, res: Response) => {
+      res.json({ ok: true });
+    });
+    const server = adapter.getHttpServer() as http.Server;
+    expect((await request(server).get('/probe')).status).toBe(200);
+    (adapter as unknown as { isShuttingDown: boolean }).isShuttingDown = true;
+    const closing = await request(server).get('/probe');
+    expect(closing.status).toBe(503);
+    expect(closing.headers.connection).toBe('close');
+  });
+});
