@@ -1,7 +1,9 @@
 // Benchmark of the service against the targets of the performance issue, with ratios to reference servers
 // measured in the same run, on a machine with 2+ cores:
 //   1. GET /api/resource (50 connections): the service, bench/baseline-server.mjs (bare node:http + jose) and
-//      bench/peer/nest-hello-server.mjs (bare Nest 12 + Express, one controller): req/s and p99 of each, the ratios
+//      bench/peer/nest-hello-server.mjs (bare Nest 12 + Express, one controller), the latter twice: with Nest's stock
+//      ExpressAdapter (the reference of the target) and, for information, with the service's ExpressHttpAdapter
+//      (the same framework with the service's HTTP server set-up): req/s and p99 of each, the ratios
 //      service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service;
 //   2. GET /users?gender=female&sort=age&order=desc&limit=20 (10 connections) on PostgreSQL with 1k and with 100k
 //      users (a fresh database and service process for each), and the time of the one INSERT ... SELECT
@@ -63,6 +65,7 @@ import {
   autocannon,
   extraServiceNodeArgs,
   peakRssKb,
+  serviceAdapterModule,
   serviceLaunchConfig,
   snapshotDist,
   waitForQuietCpus,
@@ -395,6 +398,7 @@ async function resourceScenario() {
   });
   let baseline;
   let hello;
+  let helloAdapted;
   try {
     const client = new OAuthClient({ issuer: service.issuer, ...service.demo });
     const tokens = await client.tokens(await client.loggedInJar(service.demo.email, service.demo.password));
@@ -415,6 +419,14 @@ async function resourceScenario() {
     // The same request as for the others (the hello app ignores the bearer token).
     const helloBody = await getJson(hello.ready.url, token);
     if (helloBody.message !== 'hello') throw new Error(`the Nest hello app answers ${JSON.stringify(helloBody)}`);
+    helloAdapted = await startPeer({
+      name: 'Nest hello app with the service adapter',
+      script: HELLO_SCRIPT,
+      port: await freePort(),
+      env: { HELLO_ADAPTER: serviceAdapterModule() },
+    });
+    const adaptedBody = await getJson(helloAdapted.ready.url, token);
+    if (adaptedBody.message !== 'hello') throw new Error(`the adapted Nest hello app answers ${JSON.stringify(adaptedBody)}`);
 
     const headers = { authorization: `Bearer ${token}` };
     const svc = await measureCannon(
@@ -435,6 +447,12 @@ async function resourceScenario() {
       hello,
     );
     const helloProc = await stopPeer(hello);
+    const adapted = await measureCannon(
+      'GET /api/resource (Nest hello, service adapter)',
+      { url: helloAdapted.ready.url, connections: RESOURCE_CONNECTIONS, headers },
+      helloAdapted,
+    );
+    const adaptedProc = await stopPeer(helloAdapted);
 
     const ratio = svc.requestsPerSec / base.requestsPerSec;
     const helloRatio = svc.requestsPerSec / hel.requestsPerSec;
@@ -442,12 +460,15 @@ async function resourceScenario() {
       service: svc,
       baseline: base,
       nestHello: hel,
+      nestHelloServiceAdapter: adapted,
       ratio,
       helloRatio,
+      adaptedHelloRatio: svc.requestsPerSec / adapted.requestsPerSec,
       serviceProcess: svcProc,
       baselinePeakRssKb: baseProc.peakRssKb,
       nestHelloProcess: helloProc,
-      order: ['service', 'baseline', 'nest hello'],
+      nestHelloServiceAdapterProcess: adaptedProc,
+      order: ['service', 'baseline', 'nest hello', 'nest hello with the service adapter'],
     };
     const s = '1';
     const cannonRow = (name, r, extra = {}) =>
@@ -469,6 +490,7 @@ async function resourceScenario() {
     });
     cannonRow('GET /api/resource baseline node:http+jose', base);
     cannonRow('GET /api/resource Nest hello app (bare Nest)', hel);
+    cannonRow('GET /api/resource Nest hello, service adapter', adapted);
     const helloVerdict = verdict(helloRatio >= HELLO_RATIO_TARGET, cannonErrors(svc) + cannonErrors(hel));
     const baseVerdict = verdict(ratio >= BASELINE_RATIO_TARGET, cannonErrors(svc) + cannonErrors(base));
     row({
@@ -503,6 +525,18 @@ async function resourceScenario() {
       },
       {
         group: 'resource',
+        name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / Nest hello + service adapter`,
+        db: 'sqlite',
+        service: side(svc),
+        other: side(adapted),
+        ratio: svc.requestsPerSec / adapted.requestsPerSec,
+        target: 'info',
+        result: 'info',
+        first: 'service',
+        disturbed: svc.disturbed || adapted.disturbed,
+      },
+      {
+        group: 'resource',
         name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / node:http+jose`,
         db: 'sqlite',
         service: side(svc),
@@ -518,13 +552,15 @@ async function resourceScenario() {
       ['resource service (sqlite)', svcProc.peakRssKb],
       ['baseline node:http+jose (info)', baseProc.peakRssKb, true],
       ['Nest hello app (info)', helloProc.peakRssKb, true],
+      ['Nest hello app with the service adapter (info)', adaptedProc.peakRssKb, true],
     ];
   } catch (error) {
-    throw withProcessStates(error, service, baseline, hello);
+    throw withProcessStates(error, service, baseline, hello, helloAdapted);
   } finally {
     await stopProcess(service.proc);
     if (baseline) await stopProcess(baseline.proc);
     if (hello) await stopProcess(hello.proc);
+    if (helloAdapted) await stopProcess(helloAdapted.proc);
     removeSqlite(file);
   }
 }

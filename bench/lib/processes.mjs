@@ -16,6 +16,9 @@ export const CLIENT_CPU = process.env.BENCH_CLIENT_CPU ?? '1';
 
 let serviceMain = path.join(ROOT, 'dist', 'src', 'main.js');
 
+/** The built module of the service's HTTP adapter (in the snapshot once taken), for the adapted Nest hello app. */
+export const serviceAdapterModule = () => path.join(path.dirname(serviceMain), 'common', 'express-adapter.js');
+
 /**
  * Copies dist/ into `dir` and runs the service from there, so that a rebuild of dist/ by someone else during the
  * bench cannot change, or break, the code being measured. Packages still resolve from the project's node_modules.

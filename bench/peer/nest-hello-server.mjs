@@ -5,6 +5,8 @@
 //   PORT=4200 node bench/peer/nest-hello-server.mjs
 //
 // Env:  PORT (default 4200). Binds 127.0.0.1 only.
+//       HELLO_ADAPTER: a built module exporting the service's `ExpressHttpAdapter` (dist/src/common/express-adapter.js),
+//       used instead of Nest's stock ExpressAdapter: the same framework with the service's HTTP server set-up.
 // Prints one JSON line once listening: {"ready":true,"url":"http://127.0.0.1:<PORT>/api/resource","pid":...}
 // SIGTERM/SIGINT: closes the app and exits 0.
 import 'reflect-metadata';
@@ -28,7 +30,8 @@ Controller('api')(HelloController);
 class HelloModule {}
 Module({ controllers: [HelloController] })(HelloModule);
 
-const app = await NestFactory.create(HelloModule, new ExpressAdapter(), { logger: false, bodyParser: false });
+const Adapter = process.env.HELLO_ADAPTER ? (await import(process.env.HELLO_ADAPTER)).default.ExpressHttpAdapter : ExpressAdapter;
+const app = await NestFactory.create(HelloModule, new Adapter(), { logger: false, bodyParser: false });
 await app.listen(PORT, HOST);
 process.stdout.write(`${JSON.stringify({ ready: true, url: `http://${HOST}:${PORT}/api/resource`, pid: process.pid })}\n`);
 
