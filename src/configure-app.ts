@@ -1,8 +1,8 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
+import { securityHeaders } from './common/security-headers';
 import { accessLogMiddleware } from './logging/access-log.middleware';
 import { ACCESS_LOGGER } from './logging/logging.module';
 import { setupOpenApi } from './openapi';
@@ -24,7 +24,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.use(requestIdMiddleware(config.trustProxy));
   app.use(accessLogMiddleware(app.get(ACCESS_LOGGER)));
   app.use(
-    helmet({
+    securityHeaders({
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.secureCookies ? [] : null } },
       strictTransportSecurity: config.secureCookies,
     }),
