@@ -6,7 +6,7 @@ import { scopeDescription } from '../auth/scopes';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
-import { OAuthPages, sendHtml } from './pages';
+import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { safeEqual } from './secrets';
 import { SessionsService } from './sessions.service';
 
@@ -68,7 +68,8 @@ export class AuthorizeController {
       return;
     }
     if (decision === 'deny') {
-      res.redirect(
+      sendRedirect(
+        res,
         303,
         this.validator.redirectTo(request.redirectUri, {
           error: 'access_denied',
@@ -82,13 +83,14 @@ export class AuthorizeController {
   }
 
   /** Answers the request's error, if it has one: an HTML page for a bad client, else a redirect. */
-  private answeredError(request: AuthorizationRequestResult, res: Response, status = 302): boolean {
+  private answeredError(request: AuthorizationRequestResult, res: Response, status: 302 | 303 = 302): boolean {
     if (request.kind === 'fatal') {
       sendHtml(res, 400, this.pages.error('Invalid authorization request', request.message));
       return true;
     }
     if (request.kind === 'error') {
-      res.redirect(
+      sendRedirect(
+        res,
         status,
         this.validator.redirectTo(request.redirectUri, {
           error: request.error,
@@ -105,7 +107,7 @@ export class AuthorizeController {
     res: Response,
     request: Extract<AuthorizationRequestResult, { kind: 'valid' }>,
     userId: string,
-    status: number,
+    status: 302 | 303,
   ): Promise<void> {
     const code = await this.codeGrant.issueCode({
       client: request.client,
@@ -114,6 +116,6 @@ export class AuthorizeController {
       redirectUri: request.sentRedirectUri,
       codeChallenge: request.codeChallenge,
     });
-    res.redirect(status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
   }
 }

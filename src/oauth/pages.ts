@@ -29,6 +29,18 @@ footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
  * Sends a page of the authorization server with the headers every such page needs, whatever its content: not
  * frameable, no referrer, no external assets, never cached.
  */
+/**
+ * A redirect to an absolute URL built with the URL API (so already percent-encoded), with an empty body. Express's
+ * `res.redirect` also negotiates an HTML or text body from the Accept header on every call, which a client that
+ * follows the Location header does not read.
+ */
+export function sendRedirect(res: Response, status: 302 | 303, location: string): void {
+  res.statusCode = status;
+  res.setHeader('Location', location);
+  res.setHeader('Content-Length', '0');
+  res.end();
+}
+
 export function sendHtml(res: Response, status: number, html: string): void {
   res.status(status);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');

@@ -124,6 +124,9 @@ describe('GET /authorize', () => {
       // No session: an error is answered before the login is asked for.
       const res = await new Browser(t).get(authorizePath(entries));
       expect(res.status).toBe(302);
+      // A bare redirect: the Location header and no body to read.
+      expect(res.headers['content-length']).toBe('0');
+      expect(res.text ?? '').toBe('');
       const q = redirectParams(res);
       expect(q.get('error')).toBe(error);
       expect(q.get('error_description')).toMatch(ERROR_DESCRIPTION);
