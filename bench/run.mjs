@@ -300,6 +300,21 @@ async function measureCannon(label, opts, server, db) {
 /** The CPU columns of a row: share of the server CPU and server CPU time per operation. */
 const cpuCells = (share, msPerOp) => ({ cpu: `${(share * 100).toFixed(0)}%`, cpuOp: fmtMs(msPerOp) });
 
+/** A table row of one autocannon measurement (rate, latencies, errors, server CPU), plus target cells if any. */
+function measuredRow(section, name, r, extra = {}) {
+  row({
+    section,
+    name,
+    rate: `${fmtNum(r.requestsPerSec)} req/s`,
+    p50: r.p50,
+    p99: r.p99,
+    errors: cannonErrors(r),
+    ...cpuCells(r.serverCpuShare, r.serverCpuMsPerRequest),
+    disturbed: r.disturbed,
+    ...extra,
+  });
+}
+
 function serviceHealth(service) {
   return { errorLogLines: service.proc.errorLogLines, lastErrorLogs: service.proc.lastErrorLogs };
 }
@@ -471,26 +486,14 @@ async function resourceScenario() {
       order: ['service', 'baseline', 'nest hello', 'nest hello with the service adapter'],
     };
     const s = '1';
-    const cannonRow = (name, r, extra = {}) =>
-      row({
-        section: s,
-        name,
-        rate: `${fmtNum(r.requestsPerSec)} req/s`,
-        p50: r.p50,
-        p99: r.p99,
-        errors: cannonErrors(r),
-        ...cpuCells(r.serverCpuShare, r.serverCpuMsPerRequest),
-        disturbed: r.disturbed,
-        ...extra,
-      });
-    cannonRow(`GET /api/resource service (${RESOURCE_CONNECTIONS} conn)`, svc, {
+    measuredRow(s, `GET /api/resource service (${RESOURCE_CONNECTIONS} conn)`, svc, {
       target: `p99 < ${P99_TARGET_MS} ms`,
       measured: fmtMs(svc.p99),
       result: verdict(svc.p99 < P99_TARGET_MS, cannonErrors(svc)),
     });
-    cannonRow('GET /api/resource baseline node:http+jose', base);
-    cannonRow('GET /api/resource Nest hello app (bare Nest)', hel);
-    cannonRow('GET /api/resource Nest hello, service adapter', adapted);
+    measuredRow(s, 'GET /api/resource baseline node:http+jose', base);
+    measuredRow(s, 'GET /api/resource Nest hello app (bare Nest)', hel);
+    measuredRow(s, 'GET /api/resource Nest hello, service adapter', adapted);
     const helloVerdict = verdict(helloRatio >= HELLO_RATIO_TARGET, cannonErrors(svc) + cannonErrors(hel));
     const baseVerdict = verdict(ratio >= BASELINE_RATIO_TARGET, cannonErrors(svc) + cannonErrors(base));
     row({
@@ -633,25 +636,8 @@ async function usersScenario() {
     bulkInsert100k: { rows: large.seedInserted, insertSec: large.seedInsertSec, analyzeSec: large.seedAnalyzeSec },
   };
   const s = '2';
-  row({
-    section: s,
-    name: `GET /users 1k users (${USERS_CONNECTIONS} conn)`,
-    rate: `${fmtNum(small.requestsPerSec)} req/s`,
-    p50: small.p50,
-    p99: small.p99,
-    errors: cannonErrors(small),
-    ...cpuCells(small.serverCpuShare, small.serverCpuMsPerRequest),
-    disturbed: small.disturbed,
-  });
-  row({
-    section: s,
-    name: `GET /users 100k users (${USERS_CONNECTIONS} conn)`,
-    rate: `${fmtNum(large.requestsPerSec)} req/s`,
-    p50: large.p50,
-    p99: large.p99,
-    errors: cannonErrors(large),
-    ...cpuCells(large.serverCpuShare, large.serverCpuMsPerRequest),
-    disturbed: large.disturbed,
+  measuredRow(s, `GET /users 1k users (${USERS_CONNECTIONS} conn)`, small);
+  measuredRow(s, `GET /users 100k users (${USERS_CONNECTIONS} conn)`, large, {
     target: 'p50 < 10 ms',
     measured: fmtMs(large.p50),
     result: verdict(large.p50 < 10, cannonErrors(large)),

@@ -52,8 +52,16 @@ function hiddenField(html, name) {
 
 /** A client of one running service: its issuer and the demo client's credentials. */
 export class OAuthClient {
-  constructor({ issuer, clientId, clientSecret, redirectUri = `${issuer}/demo/callback`, scope = SCOPE }) {
+  constructor({
+    issuer,
+    clientId,
+    clientSecret,
+    redirectUri = `${issuer}/demo/callback`,
+    scope = SCOPE,
+    authorizationPath = '/authorize',
+  }) {
     this.issuer = issuer;
+    this.authorizationPath = authorizationPath;
     this.clientId = clientId;
     this.redirectUri = redirectUri;
     this.scope = scope;
@@ -78,7 +86,7 @@ export class OAuthClient {
       code_challenge: challenge,
       code_challenge_method: 'S256',
     });
-    return { path: `/authorize?${query}`, verifier, state };
+    return { path: `${this.authorizationPath}?${query}`, verifier, state };
   }
 
   /**

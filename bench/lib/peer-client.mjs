@@ -11,8 +11,7 @@
 //   - cookies are signed (<name>.sig) and path-scoped, and cleared with an expiry in the past: expired cookies are
 //     removed from the jar; the path is ignored (the provider ignores cookies it does not expect).
 // Like OAuthClient, every method checks the answer (status, state, iss, tokens) and throws on anything unexpected.
-import { randomBytes } from 'node:crypto';
-import { CookieJar, FlowError, OAuthClient, expectStatus, pkce } from './oauth.mjs';
+import { CookieJar, FlowError, OAuthClient, expectStatus } from './oauth.mjs';
 
 const REDIRECT_STATUSES = [302, 303];
 
@@ -32,7 +31,6 @@ function forgetCookies(jar, names) {
   jar.store({ headers: { getSetCookie: () => names.map((name) => `${name}=; Max-Age=0`) } });
 }
 
-/** A client of one running oidc-provider peer: its issuer and the client's credentials (from its ready line). */
 /**
  * A client of one running oidc-provider peer: its issuer and the client's credentials (from its ready line). The
  * token endpoint is the same as the service's, so exchangeCode() and refresh() are OAuthClient's.
@@ -42,23 +40,7 @@ export class PeerOAuthClient extends OAuthClient {
   #pending = new WeakMap();
 
   constructor({ issuer, redirectUri = `${issuer}/cb`, ...rest }) {
-    super({ issuer, redirectUri, ...rest });
-  }
-
-  /** A fresh authorization request: its relative URL and the PKCE verifier / state to check the answer with. */
-  newRequest() {
-    const { verifier, challenge } = pkce();
-    const state = randomBytes(12).toString('base64url');
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: this.clientId,
-      redirect_uri: this.redirectUri,
-      scope: this.scope,
-      state,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    });
-    return { path: `/auth?${query}`, verifier, state };
+    super({ issuer, redirectUri, authorizationPath: '/auth', ...rest });
   }
 
   /**

@@ -104,22 +104,17 @@ export class BearerAuthGuard implements CanActivate {
    * created in a process would verify every application's tokens.
    */
   private authenticate(view: StrategyView): Promise<AuthPrincipal> {
+    // A throw inside the executor rejects the promise, as an `error` action does.
     return new Promise<AuthPrincipal>((resolve, reject) => {
       const attempt = Object.create(this.strategy) as StrategyAttempt;
       attempt.success = (user) => resolve(user);
-      attempt.fail = (challenge, status) => {
-        // passport's convention: fail(400) is a status without a challenge.
-        if (typeof challenge === 'number') reject(failure(undefined, challenge));
-        else reject(failure(challenge, status));
-      };
-      attempt.error = (error) => reject(error instanceof Error ? error : new Error(String(error)));
+      // passport's convention: fail(400) is a status without a challenge.
+      attempt.fail = (challenge, status) =>
+        reject(typeof challenge === 'number' ? failure(undefined, challenge) : failure(challenge, status));
+      attempt.error = reject;
       attempt.redirect = () => reject(new Error('the bearer strategy does not redirect'));
       attempt.pass = () => reject(failure(undefined, undefined));
-      try {
-        attempt.authenticate(view, { session: false });
-      } catch (error) {
-        reject(error instanceof Error ? error : new Error(String(error)));
-      }
+      attempt.authenticate(view, { session: false });
     });
   }
 
