@@ -6,7 +6,7 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
 import { OAuthError } from './oauth-error';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
-import { TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 export interface IssueCodeInput {
   client: Client;
@@ -38,16 +38,38 @@ const INSERT_CODE = new Statement(CODE_INSERT);
 /** PostgreSQL: the grant and its code in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(`WITH grant_row AS (${GRANT_INSERT}) ${CODE_INSERT}`);
 
+const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at';
 /**
  * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
  * concurrent redemption sees the grant as it was before any replay could revoke it.
  */
-const CONSUME_CODE = sql`
+const CONSUME_CODE = new Statement(`
   UPDATE authorization_codes SET consumed_at = :now
   WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
-  RETURNING grant_id, user_id, redirect_uri, scope, code_challenge, expires_at,
+  RETURNING ${CONSUMED_COLUMNS},
     (SELECT g.revoked_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_revoked_at,
-    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at`;
+    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at`);
+/**
+ * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
+ * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
+ * live grant, live code, the PKCE challenge of the presented verifier (NULL for none) and the redirect URI.
+ */
+const CONSUME_CODE_AND_ISSUE = new Statement(`
+  WITH consumed AS (
+    UPDATE authorization_codes SET consumed_at = :now
+    WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
+    RETURNING ${CONSUMED_COLUMNS}),
+  code AS (
+    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at
+    FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
+  issued AS (
+    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
+    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM code
+    WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
+      AND code_challenge IS NOT DISTINCT FROM :challenge
+      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
+    RETURNING 1)
+  SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued FROM code`);
 const FIND_CODE = sql`SELECT grant_id, client_id FROM authorization_codes WHERE code_hash = :codeHash`;
 
 interface ConsumedCode {
@@ -59,12 +81,15 @@ interface ConsumedCode {
   expires_at: string | number;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
+  /** PostgreSQL: whether the statement stored the new refresh token. */
+  issued?: boolean;
 }
 
 /**
  * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant; redeeming it is decided
  * by one conditional UPDATE whose returned row picks the one winner, across requests and instances. The hot path
- * is plain SQL (one statement to issue a code on PostgreSQL, two on SQLite; one to redeem it) instead of the ORM.
+ * is plain SQL instead of the ORM: on PostgreSQL one statement issues a code, one redeems it (with the refresh
+ * token); on SQLite, two each (in-process statements cost microseconds, not round trips).
  */
 @Injectable()
 export class CodeGrantService {
@@ -108,7 +133,22 @@ export class CodeGrantService {
     }
     const codeHash = hashSecret(input.code);
     const now = Date.now();
-    const row = await this.db.one<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id });
+    let row: ConsumedCode | undefined;
+    let refresh: RefreshTokenSecret | undefined;
+    if (this.db.postgres) {
+      refresh = this.issuer.newRefreshToken();
+      row = await this.db.one<ConsumedCode>(CONSUME_CODE_AND_ISSUE, {
+        now,
+        codeHash,
+        clientId: client.id,
+        refreshHash: refresh.hash,
+        challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
+        redirectUri: input.redirectUri ?? null,
+        registeredRedirect: input.redirectUri === undefined || client.redirectUris.includes(input.redirectUri),
+      });
+    } else {
+      row = await this.db.one<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id });
+    }
     if (!row) {
       const known = await this.db.one<{ grant_id: string; client_id: string }>(FIND_CODE, { codeHash });
       // Unknown, or a code of another client, which is not consumed: that client cannot burn it.
@@ -136,6 +176,8 @@ export class CodeGrantService {
       throw new OAuthError('invalid_request', 'code_verifier was sent for a code issued without a code challenge.');
     }
     const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt };
+    // The checks above are the statement's conditions: a refresh token is stored exactly when they pass.
+    if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
     return this.issuer.issue(grant, row.scope, now);
   }
 }

@@ -14,6 +14,23 @@ const FIND_REFRESH_TOKEN = sql`
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
   UPDATE refresh_tokens SET rotated_at = :now WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
+/**
+ * PostgreSQL, a refresh that keeps the grant's scope: rotation and the new refresh token in one statement (one
+ * round trip), done only when the token is this client's, unrotated and live, and its grant is live. When it
+ * returns no row, the refresh goes the long way, which finds out why (and revokes the grant on reuse).
+ */
+const ROTATE_AND_ISSUE = sql`
+  WITH rotated AS (
+    UPDATE refresh_tokens r SET rotated_at = :now
+    FROM grants g
+    WHERE r.token_hash = :tokenHash AND r.client_id = :clientId AND r.rotated_at IS NULL AND r.expires_at > :now
+      AND g.id = r.grant_id AND g.revoked_at IS NULL AND g.expires_at > :now
+    RETURNING r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at),
+  issued AS (
+    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
+    SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM rotated
+    RETURNING 1)
+  SELECT rotated.* FROM rotated WHERE EXISTS (SELECT 1 FROM issued)`;
 
 interface RefreshTokenRow {
   grant_id: string;
@@ -25,6 +42,8 @@ interface RefreshTokenRow {
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
 }
+
+type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'> & { grant_expires_at: string | number };
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
@@ -45,9 +64,18 @@ export class RefreshGrantService {
   async refresh(client: Client, presented: string | undefined, requestedScope: string | undefined): Promise<TokenResponse> {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
+    const now = Date.now();
+    if (this.db.postgres && requestedScope === undefined) {
+      const next = this.issuer.newRefreshToken();
+      const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, { now, tokenHash, clientId: client.id, nextHash: next.hash });
+      if (rotated) {
+        const expiresAt = epochMs(rotated.grant_expires_at);
+        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt };
+        return this.issuer.respond(grant, rotated.scope, next);
+      }
+    }
     const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
-    const now = Date.now();
     if (row.rotated_at !== null) {
       await this.lifecycle.revokeGrant(row.grant_id);
       throw invalidGrant('The refresh token was already used; its grant is revoked.');

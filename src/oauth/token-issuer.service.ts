@@ -30,6 +30,11 @@ export interface AccessTokenClaims {
   grantId: string;
 }
 
+export interface RefreshTokenSecret {
+  secret: string;
+  hash: string;
+}
+
 export interface MintedAccessToken {
   token: string;
   jti: string;
@@ -70,11 +75,17 @@ export class TokenIssuer {
     return { token, jti, exp };
   }
 
+  /** A new refresh token: the secret for the client, shown once, and the hash to store. */
+  newRefreshToken(): RefreshTokenSecret {
+    const secret = randomSecret(32);
+    return { secret, hash: hashSecret(secret) };
+  }
+
   /** Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). */
   async issue(grant: GrantRef, scope: string, now: number, refreshScope = scope): Promise<TokenResponse> {
-    const refresh = randomSecret(32);
+    const refresh = this.newRefreshToken();
     await this.db.run(INSERT_REFRESH_TOKEN, {
-      tokenHash: hashSecret(refresh),
+      tokenHash: refresh.hash,
       grantId: grant.id,
       clientId: grant.clientId,
       userId: grant.userId,
@@ -83,12 +94,17 @@ export class TokenIssuer {
       // The family's lifetime is absolute: rotation never extends it.
       expiresAt: grant.expiresAt,
     });
+    return this.respond(grant, scope, refresh);
+  }
+
+  /** The token response for a refresh token already stored (by {@link issue}, or by the caller's own statement). */
+  respond(grant: GrantRef, scope: string, refresh: RefreshTokenSecret): TokenResponse {
     const access = this.mintAccessToken({ sub: grant.userId, clientId: grant.clientId, scope, grantId: grant.id });
     return {
       access_token: access.token,
       token_type: 'Bearer',
       expires_in: this.config.accessTokenTtl,
-      refresh_token: refresh,
+      refresh_token: refresh.secret,
       scope,
     };
   }

@@ -2,6 +2,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients.service';
+import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -355,6 +356,50 @@ describe('POST /token', () => {
       expect(big.body.error).toBe('invalid_request');
     });
 
+    it('accepts a registered redirect_uri at the token endpoint when none was sent to /authorize, and no other', async () => {
+      const client = await registerClient(t, { trusted: true });
+      const { browser } = await signedIn(t);
+      const first = await authorizeCode(browser, client, {});
+      expect((await redeem(client, first, undefined)).status).toBe(200);
+      const second = await authorizeCode(browser, client, {});
+      expectOAuthError(await redeem(client, second, undefined, { redirect_uri: 'https://client.example/other' }), 400, 'invalid_grant');
+    });
+
+    it('stores no refresh token for a redemption it refuses', async () => {
+      // Two redirect URIs (a code must name one) and one (a code may name none).
+      const client = await registerClient(t, { trusted: true, redirectUris: [REDIRECT_URI, 'https://client.example/other'] });
+      const single = await registerClient(t, { trusted: true });
+      const { browser } = await signedIn(t);
+      const refused: [ClientView, string, Record<string, string | undefined>, number, string][] = [];
+      const withPkce = async () => {
+        const pkce = pkcePair();
+        const code = await authorizeCode(browser, client, {
+          redirect_uri: REDIRECT_URI,
+          code_challenge: pkce.challenge,
+          code_challenge_method: 'S256',
+        });
+        return { code, verifier: pkce.verifier };
+      };
+      let c = await withPkce();
+      refused.push([client, c.code, { code_verifier: pkcePair().verifier }, 400, 'invalid_grant']);
+      c = await withPkce();
+      refused.push([client, c.code, { code_verifier: undefined }, 400, 'invalid_request']);
+      c = await withPkce();
+      refused.push([client, c.code, { code_verifier: c.verifier, redirect_uri: 'https://client.example/other' }, 400, 'invalid_grant']);
+      c = await withPkce();
+      refused.push([client, c.code, { code_verifier: c.verifier, redirect_uri: undefined }, 400, 'invalid_request']);
+      const noChallenge = await authorizeCode(browser, single, {});
+      refused.push([single, noChallenge, { code_verifier: pkcePair().verifier, redirect_uri: undefined }, 400, 'invalid_request']);
+      const noRedirect = await authorizeCode(browser, single, {});
+      refused.push([single, noRedirect, { redirect_uri: 'https://elsewhere.example/cb' }, 400, 'invalid_grant']);
+      for (const [to, code, params, status, error] of refused) {
+        expectOAuthError(await redeem(to, code, undefined, params), status, error);
+      }
+      const refreshTokens = t.app.get(DataSource).getRepository(RefreshToken);
+      expect(await refreshTokens.countBy({ clientId: client.client_id })).toBe(0);
+      expect(await refreshTokens.countBy({ clientId: single.client_id })).toBe(0);
+    });
+
     it('redeems exactly once when 20 redemptions of one code arrive at the same time', async () => {
       const { client, code, verifier } = await codeWithPkce();
       const answers = await Promise.all(Array.from({ length: 20 }, () => redeem(client, code, verifier)));
@@ -474,6 +519,7 @@ describe('POST /token with AUTH_CODE_TTL=1', () => {
     await sleep(1200);
     const res = await token(t, client, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI });
     expectOAuthError(res, 400, 'invalid_grant');
+    expect(await t.app.get(DataSource).getRepository(RefreshToken).countBy({ clientId: client.client_id })).toBe(0);
   });
 });
 
