@@ -1,7 +1,8 @@
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
+import { rejectDeepJson } from './common/json-depth';
 import { securityHeaders } from './common/security-headers';
 import { accessLogMiddleware } from './logging/access-log.middleware';
 import { ACCESS_LOGGER } from './logging/logging.module';
@@ -29,7 +30,9 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       strictTransportSecurity: config.secureCookies,
     }),
   );
-  app.useBodyParser('json', { limit: BODY_LIMIT, type: ['application/json', 'application/*+json'] });
+  // Nest's type leaves out body-parser's `verify` because its `rawBody` option takes that hook; rawBody is off here.
+  const json = { limit: BODY_LIMIT, type: ['application/json', 'application/*+json'], verify: rejectDeepJson() };
+  app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false, parameterLimit: 100 });
   if (config.corsOrigins.length) app.enableCors({ origin: config.corsOrigins, credentials: true });
   setupOpenApi(app);

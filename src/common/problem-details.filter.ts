@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import type { Request, Response } from 'express';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
+import { MAX_JSON_DEPTH } from './json-depth';
 import { problem, sendProblem } from './problem';
 import { HttpProblemError } from './http-problem.error';
 import { requestIdOf } from './request-id.middleware';
@@ -13,6 +14,7 @@ const OAUTH_STATUSES = new Set([400, 401, 413, 415]);
 
 const BODY_PARSER_STATUS: Record<string, number> = {
   'entity.parse.failed': 400,
+  'entity.too.deep': 400,
   'entity.too.large': 413,
   'encoding.unsupported': 415,
   'charset.unsupported': 415,
@@ -68,7 +70,9 @@ export class ProblemDetailsFilter implements ExceptionFilter {
             ? 'The request body encoding is not supported.'
             : bodyError.type === 'entity.parse.failed'
               ? 'The request body is not valid JSON.'
-              : 'The request body could not be read.';
+              : bodyError.type === 'entity.too.deep'
+                ? `The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`
+                : 'The request body could not be read.';
       return { status, detail, code: undefined, headers };
     }
     if (exception instanceof HttpException) {

@@ -1,7 +1,8 @@
 import { type ArgumentMetadata, Injectable, type PipeTransform, Query, ValidationPipe, applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, Max, Min, ValidateIf, type ValidationError } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Max, Min, ValidateBy, ValidateIf, type ValidationError } from 'class-validator';
 import { type FieldError, ValidationFailedError } from './domain-error';
+import { CONTROL_CHARACTER } from './text';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,34 +22,56 @@ function flatten(errors: ValidationError[], prefix = ''): FieldError[] {
 /** Keys that class-transformer drops silently (prototype-pollution guard) instead of reporting as unknown. */
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
 
-function prototypeKeys(value: unknown, prefix = '', depth = 0): string[] {
-  if (typeof value !== 'object' || value === null || depth > 8) return [];
-  const out: string[] = [];
+/**
+ * Control characters that no text field of the API has a use for: C0 but tab, line feed and carriage return, and
+ * DEL. (PostgreSQL cannot store NUL in a text column at all: let through, it would fail as a 500 there.)
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNPRINTABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/** Fields of a body or query that the pipe rejects before the DTO's own rules, with the reason. */
+function refusedFields(value: unknown, prefix = '', depth = 0, out: FieldError[] = []): FieldError[] {
+  if (typeof value !== 'object' || value === null || depth > 32) return out;
   for (const key of Object.keys(value)) {
     const field = prefix ? `${prefix}.${key}` : key;
-    if (PROTOTYPE_KEYS.includes(key)) out.push(field);
-    else out.push(...prototypeKeys((value as Record<string, unknown>)[key], field, depth + 1));
+    const child = (value as Record<string, unknown>)[key];
+    if (PROTOTYPE_KEYS.includes(key)) out.push({ field, message: `${field} is not an allowed field` });
+    else if (typeof child === 'string' && UNPRINTABLE.test(child)) {
+      out.push({ field, message: `${field} must not contain control characters` });
+    } else refusedFields(child, field, depth + 1, out);
   }
   return out;
 }
 
 /**
  * Reports `__proto__` / `constructor` / `prototype` keys as unknown fields (with every other bad field), where the
- * stock pipe would strip them silently and accept the request.
+ * stock pipe would strip them silently and accept the request, and strings with control characters (see
+ * {@link UNPRINTABLE}) in any field, declared or not, so that no module's DTO has to remember them.
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    const bad = this.toValidate(metadata) ? prototypeKeys(value) : [];
-    if (bad.length === 0) return super.transform(value, metadata);
-    const errors: FieldError[] = bad.map((field) => ({ field, message: `${field} is not an allowed field` }));
+    const errors = this.toValidate(metadata) ? refusedFields(value) : [];
+    if (errors.length === 0) return super.transform(value, metadata);
     try {
       await super.transform(value, metadata);
     } catch (error) {
       if (!(error instanceof ValidationFailedError)) throw error;
-      errors.push(...error.errors);
+      const reported = new Set(errors.map((e) => e.field));
+      errors.push(...error.errors.filter((e) => !reported.has(e.field)));
     }
     throw new ValidationFailedError(errors);
   }
+}
+
+/** A one-line text field: no control characters at all, line breaks included. */
+export function SingleLine(field: string) {
+  return ValidateBy({
+    name: 'singleLine',
+    validator: {
+      validate: (value: unknown) => typeof value !== 'string' || !CONTROL_CHARACTER.test(value),
+      defaultMessage: () => `${field} must not contain control characters`,
+    },
+  });
 }
 
 /** The global pipe: strips nothing silently, rejects unknown fields, converts only where a DTO says so. */

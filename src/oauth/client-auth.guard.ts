@@ -1,12 +1,16 @@
 import { type CanActivate, type ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
 import type { Request } from 'express';
+import { CONTROL_CHARACTER } from '../common/text';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 
 type OAuthRequest = Request & { oauthForm?: Record<string, string>; oauthClient?: Client };
 
-/** Reads a form body: only `application/x-www-form-urlencoded`, and no parameter twice (RFC 6749 3.2). */
+/**
+ * Reads a form body: only `application/x-www-form-urlencoded`, no parameter twice (RFC 6749 3.2), no control
+ * characters.
+ */
 function formBody(req: Request): Record<string, string> {
   if (!req.is('application/x-www-form-urlencoded')) {
     throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded.');
@@ -15,6 +19,10 @@ function formBody(req: Request): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(body)) {
     if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} was sent more than once.`);
+    // No OAuth parameter holds one; PostgreSQL could not even store NUL.
+    if (CONTROL_CHARACTER.test(name) || CONTROL_CHARACTER.test(value)) {
+      throw new OAuthError('invalid_request', 'A parameter contains control characters.');
+    }
     out[name] = value;
   }
   return out;

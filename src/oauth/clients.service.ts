@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
+import { CONTROL_CHARACTER } from '../common/text';
 import { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, isScope } from '../auth/scopes';
@@ -135,7 +136,8 @@ export class ClientsService {
 
   /** The registered client, from this instance's short-lived cache when it has it. Callers must not change it. */
   async find(clientId: string): Promise<Readonly<Client> | undefined> {
-    if (!clientId || clientId.length > 64) return undefined;
+    // Not an id this service issues (which also keeps NUL, which PostgreSQL rejects, away from the query).
+    if (!clientId || clientId.length > 64 || CONTROL_CHARACTER.test(clientId)) return undefined;
     const now = Date.now();
     const cached = this.cache.get(clientId);
     if (cached && cached.until > now) return cached.client;

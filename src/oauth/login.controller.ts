@@ -1,4 +1,5 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { CONTROL_CHARACTER } from '../common/text';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { RateLimit } from '../common/rate-limit/rate-limit';
@@ -49,6 +50,11 @@ export class LoginController {
     const fail = () =>
       sendHtml(res, 401, this.pages.login({ returnTo, csrf: cookieToken, error: GENERIC_FAILURE, email: email.slice(0, 254) }));
 
+    if (CONTROL_CHARACTER.test(email)) {
+      const error = 'The email address contains characters that are not allowed.';
+      sendHtml(res, 400, this.pages.login({ returnTo, csrf: cookieToken, error }));
+      return;
+    }
     if (!email || email.length > 254 || !password || password.length > 128) {
       await this.hasher.verifyNothing(password.slice(0, 128));
       fail();

@@ -6,6 +6,7 @@ import type { Repository } from 'typeorm';
 import type { AuthPrincipal } from '../auth/principal';
 import type { RoleDirectory } from '../auth/role-directory';
 import { isUniqueViolation } from '../common/database-errors';
+import { CONTROL_CHARACTER } from '../common/text';
 import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { CreateUserDto } from './dto/create-user.dto';
@@ -142,6 +143,8 @@ export class UsersService implements RoleDirectory {
 
   /** For the login form: the password hash of an email, if such a user exists. */
   async credentials(email: string): Promise<UserCredentials | undefined> {
+    // No stored address holds one (the DTO refuses them), and PostgreSQL rejects NUL in a query parameter.
+    if (CONTROL_CHARACTER.test(email)) return undefined;
     const row = await this.users.findOne({
       where: { emailNormalized: email.toLowerCase() },
       select: { id: true, passwordHash: true },

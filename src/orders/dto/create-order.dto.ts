@@ -1,10 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { SingleLine } from '../../common/validation';
 
 export class CreateOrderDto {
   @ApiProperty({ minLength: 1, maxLength: 200 })
   @IsString({ message: 'item must be a string' })
   @Length(1, 200, { message: 'item must be 1 to 200 characters' })
+  @SingleLine('item')
   item: string;
 
   @ApiProperty({ type: 'integer', minimum: 1, maximum: 10_000 })

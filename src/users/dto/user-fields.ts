@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { IsEmail, IsInt, IsString, Length, Max, MaxLength, Min } from 'class-validator';
-import { OneOf } from '../../common/validation';
+import { OneOf, SingleLine } from '../../common/validation';
 import { GENDERS, ROLES } from '../user.entity';
 
 /** The validation of each user field, shared by the create and update DTOs. */
@@ -24,6 +24,7 @@ export const UserFields = {
       ApiProperty({ required, minLength: 1, maxLength: 100 }),
       IsString({ message: 'name must be a string' }),
       Length(1, 100, { message: 'name must be 1 to 100 characters' }),
+      SingleLine('name'),
     ),
   gender: (required = true) => applyDecorators(ApiProperty({ required, enum: GENDERS }), OneOf('gender', GENDERS)),
   age: (required = true) =>
