@@ -1,8 +1,10 @@
+import type { Server } from 'node:http';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
-import { rejectDeepJson } from './common/json-depth';
+import { checkJsonBody } from './common/json-body';
+import { refuseUnreadBody } from './common/unread-body';
 import { securityHeaders } from './common/security-headers';
 import { accessLogMiddleware } from './logging/access-log.middleware';
 import { ACCESS_LOGGER } from './logging/logging.module';
@@ -15,6 +17,18 @@ export const BODY_LIMIT = '100kb';
  * one place that `main.ts` and the e2e harness both call, so tests run the production setup.
  * The app must be created with `{ bodyParser: false }`.
  */
+/**
+ * A client that trickles its headers or body holds a connection (and its memory) only this long: Node answers 408
+ * and closes it. Node checks every `connectionsCheckingInterval` (30 s by default, read when the server starts
+ * listening), so the check runs often enough for the limits to mean what they say.
+ */
+function limitSlowClients(server: Server & { connectionsCheckingInterval?: number }, config: AppConfig): void {
+  server.requestTimeout = config.requestTimeout * 1000;
+  server.headersTimeout = config.headersTimeout * 1000;
+  // A server option Node keeps on the server (its typings declare it only as an option of createServer).
+  server.connectionsCheckingInterval = Math.min(server.headersTimeout / 4, 1_000);
+}
+
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const config = app.get(AppConfig);
   app.useLogger(app.get(Logger));
@@ -22,6 +36,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
+  limitSlowClients(app.getHttpServer(), config);
   app.use(requestIdMiddleware(config.trustProxy));
   app.use(accessLogMiddleware(app.get(ACCESS_LOGGER)));
   app.use(
@@ -31,9 +46,10 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     }),
   );
   // Nest's type leaves out body-parser's `verify` because its `rawBody` option takes that hook; rawBody is off here.
-  const json = { limit: BODY_LIMIT, type: ['application/json', 'application/*+json'], verify: rejectDeepJson() };
+  const json = { limit: BODY_LIMIT, type: ['application/json', 'application/*+json'], verify: checkJsonBody() };
   app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false, parameterLimit: 100 });
+  app.use(refuseUnreadBody);
   if (config.corsOrigins.length) app.enableCors({ origin: config.corsOrigins, credentials: true });
   setupOpenApi(app);
   return app;

@@ -1,11 +1,13 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { allowedMethods } from './allowed-methods';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
-import { MAX_JSON_DEPTH } from './json-depth';
+import { MAX_JSON_DEPTH } from './json-body';
 import { problem, sendProblem } from './problem';
 import { HttpProblemError } from './http-problem.error';
 import { requestIdOf } from './request-id.middleware';
+import { UnreadBodyError } from './unread-body';
 
 /** Paths whose errors keep the OAuth 2.0 format (RFC 6749 5.2) instead of problem+json. */
 const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect']);
@@ -38,13 +40,30 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       return;
     }
     const instance = req.originalUrl?.split('?')[0] ?? req.url;
+    // No route matched (Nest's not-found handler): when the path exists with other methods, 405 with Allow.
+    if (exception instanceof NotFoundException && req.route === undefined && this.answeredMethodMiss(req, res, instance)) return;
     const { status, detail, code, headers, errors } = this.classify(exception, req);
     if (OAUTH_JSON_PATHS.has(req.path) && OAUTH_STATUSES.has(status)) {
-      res.status(status).setHeader('Cache-Control', 'no-store');
+      // A body that is not a form at all is a malformed request there (RFC 6749 5.2; the contract's /token rule).
+      res.status(exception instanceof UnreadBodyError ? 400 : status).setHeader('Cache-Control', 'no-store');
       res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
       return;
     }
     sendProblem(res, problem(status, detail, instance, code, errors), headers);
+  }
+
+  /** 405 with `Allow` (RFC 9110 15.5.6) for a method the path's routes do not have; OPTIONS gets 204 and `Allow`. */
+  private answeredMethodMiss(req: Request, res: Response, instance: string): boolean {
+    const allowed = allowedMethods(req.app, req.path);
+    if (allowed.length === 0) return false;
+    if (req.method === 'OPTIONS') {
+      res.status(204).setHeader('Allow', [...allowed, 'OPTIONS'].join(', '));
+      res.end();
+      return true;
+    }
+    const detail = `${req.method} is not allowed on this resource; allowed: ${allowed.join(', ')}.`;
+    sendProblem(res, problem(405, detail, instance), { Allow: allowed.join(', ') });
+    return true;
   }
 
   private classify(exception: unknown, req: Request) {

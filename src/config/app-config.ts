@@ -41,6 +41,8 @@ export class AppConfig {
     'LOG_LEVEL',
     'NODE_ENV',
     'ALLOW_SQLITE_IN_PRODUCTION',
+    'REQUEST_TIMEOUT',
+    'HEADERS_TIMEOUT',
   ] as const;
 
   readonly port: number;
@@ -54,6 +56,10 @@ export class AppConfig {
   readonly production: boolean;
   readonly logLevel: string;
   readonly trustProxy: boolean;
+  /** Seconds a client has to send a whole request (headers and body); then 408 and the connection is closed. */
+  readonly requestTimeout: number;
+  /** Seconds a client has to send the request headers (at most {@link requestTimeout}). */
+  readonly headersTimeout: number;
 
   constructor(env: Env) {
     this.nodeEnv = env.NODE_ENV || 'development';
@@ -78,6 +84,11 @@ export class AppConfig {
       throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got "${this.logLevel}"`);
     }
     this.trustProxy = env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1';
+    this.requestTimeout = wholeSeconds(env, 'REQUEST_TIMEOUT', 30);
+    this.headersTimeout = wholeSeconds(env, 'HEADERS_TIMEOUT', Math.min(10, this.requestTimeout));
+    if (this.headersTimeout > this.requestTimeout) {
+      throw new ConfigError(`HEADERS_TIMEOUT (${this.headersTimeout}) must not exceed REQUEST_TIMEOUT (${this.requestTimeout})`);
+    }
 
     if (this.production) {
       if (this.database.kind === 'sqlite' && !env.ALLOW_SQLITE_IN_PRODUCTION) {

@@ -3,11 +3,19 @@ import type { IncomingMessage } from 'node:http';
 /** How deep a JSON body may nest objects and arrays: far more than any body of the API, far less than a stack. */
 export const MAX_JSON_DEPTH = 32;
 
-/** The error body-parser passes on (its `type` is mapped to 400 by the problem-details filter). */
+/** The errors body-parser passes on (the problem-details filter maps their `type`: 400, 415). */
 export class JsonTooDeepError extends Error {
   readonly status = 400;
   readonly type = 'entity.too.deep';
 }
+
+export class JsonCharsetError extends Error {
+  readonly status = 415;
+  readonly type = 'charset.unsupported';
+}
+
+/** The encodings of JSON (RFC 8259 8.1 asks for UTF-8; body-parser also decodes UTF-16 and UTF-32). */
+const JSON_CHARSET = /^utf-(8|16(le|be)?|32(le|be)?)$/i;
 
 const OPEN_OBJECT = 0x7b; // {
 const OPEN_ARRAY = 0x5b; // [
@@ -41,11 +49,14 @@ export function jsonDepth(body: Uint8Array, stopAbove = Infinity): number {
 }
 
 /**
- * body-parser's `verify` hook for JSON: refuses a body nested deeper than `max` before it is parsed, so that no
- * later recursion over it (class-transformer's, a module's own) can run out of stack.
+ * body-parser's `verify` hook for JSON, run on the raw bytes before they are decoded and parsed: refuses a charset
+ * that is not a UTF (body-parser alone lets any `utf-*` through, UTF-7 included) with 415, and a body nested deeper
+ * than `maxDepth` with 400, so that no later recursion over it (class-transformer's, a module's own) can run out of
+ * stack.
  */
-export function rejectDeepJson(max = MAX_JSON_DEPTH) {
-  return (_req: IncomingMessage, _res: unknown, body: Buffer): void => {
-    if (jsonDepth(body, max) > max) throw new JsonTooDeepError(`The request body is nested deeper than ${max} levels.`);
+export function checkJsonBody(maxDepth = MAX_JSON_DEPTH) {
+  return (_req: IncomingMessage, _res: unknown, body: Buffer, charset: string): void => {
+    if (!JSON_CHARSET.test(charset)) throw new JsonCharsetError(`unsupported charset "${charset}"`);
+    if (jsonDepth(body, maxDepth) > maxDepth) throw new JsonTooDeepError(`The request body is nested deeper than ${maxDepth} levels.`);
   };
 }
