@@ -1,6 +1,8 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, type HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { ThrottlerStorage } from '@nestjs/throttler';
 import { Public } from '../auth/auth.decorators';
+import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler.storage';
 import { NoQueryParams } from '../common/validation';
 
 @Public()
@@ -9,6 +11,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly db: TypeOrmHealthIndicator,
+    @Inject(ThrottlerStorage) private readonly counters: ThrottlerStorage,
   ) {}
 
   /** The process is up and serving HTTP. */
@@ -18,10 +21,21 @@ export class HealthController {
     return this.health.check([]);
   }
 
-  /** The process can serve requests: the database answers (503 otherwise). */
+  /**
+   * The process can serve requests: the database answers (503 otherwise). With REDIS_URL, Redis is reported too,
+   * as `up` or `degraded`: without it the service still works (rate limits count per instance), so it is no
+   * reason to take the instance out of rotation.
+   */
   @Get('ready')
   @HealthCheck()
-  ready(@NoQueryParams() _query: unknown): Promise<HealthCheckResult> {
-    return this.health.check([() => this.db.pingCheck('database', { timeout: 1_500 })]);
+  async ready(@NoQueryParams() _query: unknown): Promise<HealthCheckResult> {
+    const result = await this.health.check([() => this.db.pingCheck('database', { timeout: 1_500 })]);
+    if (this.counters instanceof RedisThrottlerStorage) {
+      // Terminus knows only up and down; degraded is reported next to them without failing the check.
+      const redis = (await this.counters.health()) as unknown as HealthCheckResult['details'][string];
+      result.details.redis = redis;
+      if (result.info) result.info.redis = redis;
+    }
+    return result;
   }
 }
