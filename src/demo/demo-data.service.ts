@@ -1,4 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { withStartupLock } from '../database/startup-lock';
+import { DomainError } from '../common/domain-error';
+import { UsersError } from '../users/users.errors';
 import { allScopes } from '../auth/scopes';
 import { ClientsService } from '../oauth/clients.service';
 import { randomSecret } from '../oauth/secrets';
@@ -20,10 +24,27 @@ export class DemoDataService {
     private readonly users: UsersService,
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
+    private readonly dataSource: DataSource,
   ) {}
 
+  /**
+   * Seeds an empty database; of several instances starting together on one, exactly one does (and shows it):
+   * on PostgreSQL they take turns under the start-up lock, on SQLite the admin's unique email decides.
+   */
   async seedIfEmpty(): Promise<DemoData | undefined> {
     if (this.config.production || !(await this.users.isEmpty())) return undefined;
+    return withStartupLock(this.dataSource, async () => {
+      if (!(await this.users.isEmpty())) return undefined;
+      try {
+        return await this.seed();
+      } catch (error) {
+        if (error instanceof DomainError && error.code === UsersError.EmailTaken) return undefined;
+        throw error;
+      }
+    });
+  }
+
+  private async seed(): Promise<DemoData> {
     const adminEmail = 'admin@example.com';
     const adminPassword = randomSecret(12);
     await this.users.create({ email: adminEmail, password: adminPassword, name: 'Demo Admin', gender: 'other', age: 30, role: 'admin' });

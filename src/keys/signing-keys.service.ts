@@ -4,6 +4,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import type { Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { withStartupLock } from '../database/startup-lock';
 import { SigningKey } from './signing-key.entity';
 
 interface LoadedKey {
@@ -37,7 +38,16 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     await this.reload();
-    if (this.keys.length === 0) await this.rotate();
+    if (this.keys.length === 0) {
+      // The first start on an empty database: one key, even when several instances start together (PostgreSQL:
+      // they take turns under the start-up lock; SQLite: the insert is one statement that adds it only to an
+      // empty table, and SQLite runs one writer at a time).
+      await withStartupLock(this.repo.manager.connection, async () => {
+        await this.reload();
+        if (this.keys.length === 0) await this.insert(await this.newKey(), true);
+        await this.reload();
+      });
+    }
     this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_INTERVAL_MS);
     this.timer.unref();
   }
@@ -48,18 +58,37 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
 
   /** Creates a new active key; older keys stay published until the tokens they signed have expired. */
   async rotate(): Promise<string> {
+    const key = await this.newKey();
+    await this.insert(key, false);
+    await this.reload();
+    return key.kid;
+  }
+
+  private async newKey(): Promise<SigningKey> {
     const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
     const publicJwk = await exportJWK(publicKey);
     const kid = await calculateJwkThumbprint(publicJwk);
-    const privateJwk = await exportJWK(privateKey);
-    await this.repo.insert({
+    return {
       kid,
-      privateJwk: JSON.stringify(privateJwk),
+      privateJwk: JSON.stringify(await exportJWK(privateKey)),
       publicJwk: JSON.stringify({ ...publicJwk, kid, alg: 'RS256', use: 'sig' }),
       createdAt: Date.now(),
-    });
-    await this.reload();
-    return kid;
+    };
+  }
+
+  /** Stores a key; with `onlyIfNone`, only into an empty table (in the same statement). */
+  private async insert(key: SigningKey, onlyIfNone: boolean): Promise<void> {
+    if (!onlyIfNone) {
+      await this.repo.insert(key);
+      return;
+    }
+    const { driver } = this.repo.manager.connection;
+    const [a, b, c, d] = [0, 1, 2, 3].map((i) => driver.createParameter(`p${i}`, i));
+    await this.repo.query(
+      `INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at)
+       SELECT ${a}, ${b}, ${c}, ${d} WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`,
+      [key.kid, key.privateJwk, key.publicJwk, key.createdAt],
+    );
   }
 
   /** The key new tokens are signed with: the newest one. */
