@@ -8,6 +8,8 @@ import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
 import { DemoDataService } from './demo/demo-data.service';
 import { ExpressHttpAdapter } from './common/express-adapter';
+import { KeyEncryptionError } from './keys/key-encryption';
+import { SigningKeysService } from './keys/signing-keys.service';
 
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
@@ -37,6 +39,10 @@ async function bootstrap(): Promise<void> {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
   new Logger('Bootstrap').log(`listening on http://${config.host}:${config.port} (issuer ${config.issuer})`);
+  const unsealed = await app.get(SigningKeysService).unsealedCount();
+  if (unsealed > 0) {
+    new Logger('Bootstrap').warn(`${unsealed} signing key(s) not sealed under KEY_ENCRYPTION_KEY: run keys:reencrypt`);
+  }
   if (demo) {
     // Shown once, on the first start with an empty database (never in production).
     process.stdout.write(
@@ -54,7 +60,7 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof KeyEncryptionError) {
     process.stderr.write(`configuration error: ${error.message}\n`);
   } else {
     process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -5,6 +5,8 @@ import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jo
 import type { Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { withStartupLock } from '../database/startup-lock';
+import { KeyEncryption, KeyEncryptionError } from './key-encryption';
+import { KeysConfig } from './keys.config';
 import { SigningKey } from './signing-key.entity';
 
 interface LoadedKey {
@@ -31,10 +33,25 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private reloading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
 
+  private readonly encryption: KeyEncryption;
+  /** The key-encryption key being replaced (OLD_KEY_ENCRYPTION_KEY): still opens what it sealed meanwhile. */
+  private readonly previous: KeyEncryption;
+
   constructor(
     @InjectRepository(SigningKey) private readonly repo: Repository<SigningKey>,
     private readonly config: AppConfig,
-  ) {}
+    keysConfig: KeysConfig,
+  ) {
+    this.encryption = new KeyEncryption(keysConfig.keyEncryptionKey);
+    this.previous = new KeyEncryption(keysConfig.oldKeyEncryptionKey);
+  }
+
+  /** A stored private key's JWK: opened with KEY_ENCRYPTION_KEY, or OLD_KEY_ENCRYPTION_KEY for what it sealed. */
+  private openPrivate(kid: string, stored: string): string {
+    const sealedWith = KeyEncryption.sealedWith(stored);
+    const opener = sealedWith !== undefined && sealedWith === this.previous.id ? this.previous : this.encryption;
+    return opener.open(kid, stored);
+  }
 
   async onModuleInit(): Promise<void> {
     await this.reload();
@@ -70,7 +87,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     const kid = await calculateJwkThumbprint(publicJwk);
     return {
       kid,
-      privateJwk: JSON.stringify(await exportJWK(privateKey)),
+      privateJwk: this.encryption.seal(kid, JSON.stringify(await exportJWK(privateKey))),
       publicJwk: JSON.stringify({ ...publicJwk, kid, alg: 'RS256', use: 'sig' }),
       createdAt: Date.now(),
     };
@@ -89,6 +106,39 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
        SELECT ${a}, ${b}, ${c}, ${d} WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`,
       [key.kid, key.privateJwk, key.publicJwk, key.createdAt],
     );
+  }
+
+  /** How many private keys are not sealed under KEY_ENCRYPTION_KEY (plain, or under the key being replaced). */
+  async unsealedCount(): Promise<number> {
+    const rows = await this.repo.find({ select: { kid: true, privateJwk: true } });
+    return rows.filter((row) => KeyEncryption.sealedWith(row.privateJwk) !== this.encryption.id).length;
+  }
+
+  /**
+   * Seals every private key under KEY_ENCRYPTION_KEY: plain ones, and ones sealed under OLD_KEY_ENCRYPTION_KEY (the
+   * key being replaced), in one transaction. Keys already sealed under the current key are left as they are.
+   */
+  async reencrypt(): Promise<{ reencrypted: number; alreadySealed: number; keyEncryptionKeyId: string }> {
+    const current = this.encryption;
+    if (!current.id) throw new KeyEncryptionError('KEY_ENCRYPTION_KEY is not set: there is nothing to seal the keys with');
+    const old = this.previous;
+    return this.repo.manager.transaction(async (manager) => {
+      const rows = await manager.find(SigningKey);
+      let reencrypted = 0;
+      for (const row of rows) {
+        const sealedWith = KeyEncryption.sealedWith(row.privateJwk);
+        if (sealedWith === current.id) continue;
+        if (sealedWith !== undefined && sealedWith !== old.id) {
+          throw new Error(
+            `signing key ${row.kid} is sealed under a key-encryption key that is neither KEY_ENCRYPTION_KEY nor OLD_KEY_ENCRYPTION_KEY (${sealedWith})`,
+          );
+        }
+        const plaintext = this.openPrivate(row.kid, row.privateJwk);
+        await manager.update(SigningKey, { kid: row.kid }, { privateJwk: current.seal(row.kid, plaintext) });
+        reencrypted++;
+      }
+      return { reencrypted, alreadySealed: rows.length - reencrypted, keyEncryptionKeyId: current.id! };
+    });
   }
 
   /** The key new tokens are signed with: the newest one. */
@@ -138,7 +188,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
         return {
           kid: row.kid,
           createdAt: row.createdAt,
-          privateKey: createPrivateKey({ key: JSON.parse(row.privateJwk), format: 'jwk' }),
+          privateKey: createPrivateKey({ key: JSON.parse(this.openPrivate(row.kid, row.privateJwk)), format: 'jwk' }),
           publicKey: createPublicKey({ key: publicJwk as Parameters<typeof createPublicKey>[0] & object, format: 'jwk' } as never),
           publicJwk,
         };
