@@ -1,5 +1,16 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiParam,
+  ApiExtraModels,
+  ApiProduces,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type { SchemaObject } from '@nestjs/swagger';
 
 export class FieldErrorDto {
   @ApiProperty({ example: 'gender' })
@@ -37,6 +48,8 @@ const DESCRIPTIONS: Record<number, string> = {
   404: 'No such resource, or one that belongs to another user',
   409: 'Conflict (e.g. the email is taken)',
   413: 'Body larger than 100 kB',
+  415: 'A body that is not JSON, in an unsupported encoding or charset',
+  429: 'Too many requests (Retry-After says when to try again)',
   503: 'The database is unreachable',
 };
 
@@ -52,4 +65,67 @@ export function ApiProblems(...statuses: number[]) {
       }),
     ),
   );
+}
+
+/** The body of an OAuth error answer (RFC 6749 5.2). */
+const OAUTH_ERROR_SCHEMA: SchemaObject = {
+  type: 'object',
+  required: ['error', 'error_description'],
+  additionalProperties: false,
+  properties: {
+    error: { type: 'string', example: 'invalid_grant' },
+    error_description: { type: 'string', example: 'The authorization code is invalid.' },
+  },
+};
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/**
+ * An OAuth back-channel endpoint (token, revocation, introspection): a form body (`properties`, each a string;
+ * `required` ones named), 200 with `ok`, the RFC 6749 error format for 400 and 401 (a client that fails to
+ * authenticate), and problem+json for 429 and 503.
+ */
+export function ApiOAuthEndpoint(options: {
+  properties: Record<string, SchemaObject>;
+  required?: string[];
+  ok: { description: string; schema?: SchemaObject };
+  rateLimited?: boolean;
+}) {
+  const errors = (status: number, description: string) =>
+    ApiResponse({ status, description, content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } } });
+  return applyDecorators(
+    ApiConsumes(FORM),
+    ApiBody({ required: true, schema: { type: 'object', required: options.required, properties: options.properties } }),
+    ApiResponse({
+      status: 200,
+      description: options.ok.description,
+      content: options.ok.schema ? { 'application/json': { schema: options.ok.schema } } : undefined,
+    }),
+    errors(400, 'RFC 6749 error: a malformed request (not a form, a parameter missing or repeated), or a refused grant'),
+    errors(401, 'RFC 6749 invalid_client: the client did not authenticate (WWW-Authenticate: Basic when it tried Basic)'),
+    ApiProblems(...(options.rateLimited ? [429, 503] : [503])),
+  );
+}
+
+/** An answer that is an HTML page. */
+export function ApiHtml(status: number, description: string) {
+  return applyDecorators(
+    ApiProduces('text/html'),
+    ApiResponse({ status, description, content: { 'text/html': { schema: { type: 'string' } } } }),
+  );
+}
+
+/** A redirect, with where it goes. */
+export function ApiRedirect(status: 302 | 303, description: string) {
+  return ApiResponse({ status, description, headers: { Location: { description: 'Where to go', schema: { type: 'string' } } } });
+}
+
+/** A form body of a browser page (login, consent). */
+export function ApiPageForm(properties: Record<string, SchemaObject>, required: string[]) {
+  return applyDecorators(ApiConsumes(FORM), ApiBody({ required: true, schema: { type: 'object', required, properties } }));
+}
+
+/** Path parameters that are UUIDs (checked by `UuidParamPipe`: anything else is 400). */
+export function ApiUuidParams(...names: string[]) {
+  return applyDecorators(...names.map((name) => ApiParam({ name, format: 'uuid', schema: { type: 'string', format: 'uuid' } })));
 }

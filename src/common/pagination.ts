@@ -8,7 +8,7 @@ export class PageQueryDto {
   @OptionalIntQuery('limit', 1, 100)
   limit: number = 20;
 
-  @ApiPropertyOptional({ minimum: 0, default: 0, type: 'integer' })
+  @ApiPropertyOptional({ minimum: 0, maximum: 1_000_000_000, default: 0, type: 'integer' })
   @OptionalIntQuery('offset', 0, 1_000_000_000)
   offset: number = 0;
 

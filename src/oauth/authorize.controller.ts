@@ -1,5 +1,6 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { ApiHtml, ApiPageForm, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
 import { scopeDescription } from '../auth/scopes';
@@ -23,6 +24,12 @@ export class AuthorizeController {
   ) {}
 
   @Get()
+  @ApiRedirect(
+    302,
+    'With a live session and consent: to redirect_uri with code and state (or error and state); without a session: to /login',
+  )
+  @ApiHtml(200, 'The consent page (the client is not trusted and the scopes were not granted before)')
+  @ApiHtml(400, 'An unknown client or redirect URI: an error page, never a redirect')
   async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
@@ -52,6 +59,23 @@ export class AuthorizeController {
   }
 
   @Post('consent')
+  @ApiPageForm(
+    {
+      csrf: { type: 'string' },
+      decision: { type: 'string', enum: ['allow', 'deny'] },
+      response_type: { type: 'string' },
+      client_id: { type: 'string' },
+      redirect_uri: { type: 'string' },
+      scope: { type: 'string' },
+      state: { type: 'string' },
+      code_challenge: { type: 'string' },
+      code_challenge_method: { type: 'string' },
+    },
+    ['csrf', 'decision', 'client_id'],
+  )
+  @ApiRedirect(303, 'To redirect_uri with code and state (allow), or error=access_denied (deny) or another error')
+  @ApiHtml(400, 'An unknown client or redirect URI, or no decision: an error page')
+  @ApiHtml(403, 'No session, or a CSRF token that does not match it')
   async consent(@Req() req: Request, @Res() res: Response): Promise<void> {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const session = await this.sessions.current(sessionCookie.read(req));

@@ -1,5 +1,6 @@
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
+import { ApiOAuthEndpoint } from '../common/openapi';
 import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import type { Client } from './entities/client.entity';
 import { type Introspection, IntrospectionService } from './introspection.service';
@@ -14,6 +15,33 @@ export class IntrospectionController {
   constructor(private readonly introspection: IntrospectionService) {}
 
   @Post()
+  @ApiOAuthEndpoint({
+    properties: {
+      token: { type: 'string' },
+      token_type_hint: { type: 'string', enum: ['refresh_token', 'access_token'] },
+      client_id: { type: 'string' },
+      client_secret: { type: 'string' },
+    },
+    required: ['token'],
+    ok: {
+      description: 'RFC 7662: `{"active": false}`, or the claims of an active token of the calling client',
+      schema: {
+        type: 'object',
+        required: ['active'],
+        properties: {
+          active: { type: 'boolean' },
+          scope: { type: 'string' },
+          client_id: { type: 'string' },
+          sub: { type: 'string' },
+          exp: { type: 'integer' },
+          iat: { type: 'integer' },
+          iss: { type: 'string' },
+          aud: { type: 'string' },
+          token_type: { type: 'string', enum: ['Bearer', 'refresh_token'] },
+        },
+      },
+    },
+  })
   @UseGuards(ClientAuthGuard)
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')

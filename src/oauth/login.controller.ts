@@ -1,4 +1,5 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { ApiHtml, ApiPageForm, ApiProblems, ApiRedirect } from '../common/openapi';
 import { CONTROL_CHARACTER } from '../common/text';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
@@ -30,12 +31,27 @@ export class LoginController {
   ) {}
 
   @Get('login')
+  @ApiHtml(200, 'The login form')
   show(@Req() req: Request, @Res() res: Response): void {
     const returnTo = safeReturnTo(req.query.return_to);
     sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.csrfFor(req, res) }));
   }
 
   @Post('login')
+  @ApiPageForm(
+    {
+      email: { type: 'string' },
+      password: { type: 'string', format: 'password' },
+      csrf: { type: 'string' },
+      return_to: { type: 'string', description: 'a relative path on this server (anything else goes to /)' },
+    },
+    ['email', 'password', 'csrf'],
+  )
+  @ApiRedirect(303, 'Signed in: the session cookie is set, to return_to')
+  @ApiHtml(400, 'An email with control characters: the form again')
+  @ApiHtml(401, 'Wrong email or password: the form again, with one generic message')
+  @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
+  @ApiProblems(429)
   @RateLimit('login')
   async login(@Req() req: Request, @Res() res: Response): Promise<void> {
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -72,6 +88,7 @@ export class LoginController {
   }
 
   @Post('logout')
+  @ApiRedirect(303, 'The session is ended and its cookie cleared: to /login')
   async logout(@Req() req: Request, @Res() res: Response): Promise<void> {
     await this.sessions.end(sessionCookie.read(req));
     sessionCookie.clear(res, this.config);

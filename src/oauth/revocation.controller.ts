@@ -1,5 +1,6 @@
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
+import { ApiOAuthEndpoint } from '../common/openapi';
 import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
@@ -14,6 +15,16 @@ export class RevocationController {
   constructor(private readonly revocation: GrantRevocationService) {}
 
   @Post()
+  @ApiOAuthEndpoint({
+    properties: {
+      token: { type: 'string', description: 'a refresh or access token of the client' },
+      token_type_hint: { type: 'string', enum: ['refresh_token', 'access_token'] },
+      client_id: { type: 'string' },
+      client_secret: { type: 'string' },
+    },
+    required: ['token'],
+    ok: { description: 'Revoked, or nothing to revoke (RFC 7009 2.2): an empty body' },
+  })
   @UseGuards(ClientAuthGuard)
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')

@@ -1,5 +1,6 @@
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
+import { ApiOAuthEndpoint } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
 import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import { CodeGrantService } from './code-grant.service';
@@ -20,6 +21,34 @@ export class TokenController {
   ) {}
 
   @Post()
+  @ApiOAuthEndpoint({
+    properties: {
+      grant_type: { type: 'string', enum: ['authorization_code', 'refresh_token'] },
+      code: { type: 'string', description: 'authorization_code' },
+      redirect_uri: { type: 'string', description: 'authorization_code: as sent to /authorize, if it was' },
+      code_verifier: { type: 'string', description: 'authorization_code: the PKCE verifier, if a challenge was sent' },
+      refresh_token: { type: 'string', description: 'refresh_token' },
+      scope: { type: 'string', description: 'refresh_token: a subset of the grant (space-separated)' },
+      client_id: { type: 'string', description: 'client_secret_post and public clients' },
+      client_secret: { type: 'string', description: 'client_secret_post' },
+    },
+    required: ['grant_type'],
+    ok: {
+      description: 'Tokens (RFC 6749 5.1); Cache-Control: no-store',
+      schema: {
+        type: 'object',
+        required: ['access_token', 'token_type', 'expires_in', 'refresh_token', 'scope'],
+        properties: {
+          access_token: { type: 'string', description: 'RFC 9068 JWT, RS256' },
+          token_type: { type: 'string', enum: ['Bearer'] },
+          expires_in: { type: 'integer' },
+          refresh_token: { type: 'string' },
+          scope: { type: 'string' },
+        },
+      },
+    },
+    rateLimited: true,
+  })
   // Decorators apply bottom-up, so the rate limit is checked before the client is authenticated.
   @UseGuards(ClientAuthGuard)
   @RateLimit('token')

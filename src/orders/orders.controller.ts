@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiProblems } from '../common/openapi';
+import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import { Principal, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -13,6 +13,7 @@ import { OrdersScope } from './orders.scopes';
 import { OrdersService } from './orders.service';
 
 @ApiTags('orders')
+@ApiUuidParams('userId')
 @Controller('users/:userId/orders')
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
@@ -30,6 +31,7 @@ export class OrdersController {
   }
 
   @Get(':orderId')
+  @ApiUuidParams('orderId')
   @Scopes(OrdersScope.read)
   @ApiOkResponse({ type: OrderResponseDto })
   @ApiProblems(404)
@@ -45,7 +47,7 @@ export class OrdersController {
   @Post()
   @Scopes(OrdersScope.write)
   @ApiCreatedResponse({ type: OrderResponseDto, description: 'Location: /users/{userId}/orders/{id}' })
-  @ApiProblems(404, 413)
+  @ApiProblems(404, 413, 415)
   async create(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,

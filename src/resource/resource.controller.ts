@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse } from '@nestjs/swagger';
 import { AnyScope, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import { NoQueryParams } from '../common/validation';
@@ -11,6 +12,20 @@ export interface ResourceResponse {
 export class ResourceController {
   @Get()
   @AnyScope()
+  @ApiOkResponse({
+    description: 'Who called: the token subject, its client and scopes',
+    schema: {
+      type: 'object',
+      required: ['data'],
+      properties: {
+        data: {
+          type: 'object',
+          required: ['sub', 'client_id', 'scope', 'message'],
+          properties: { sub: { type: 'string' }, client_id: { type: 'string' }, scope: { type: 'string' }, message: { type: 'string' } },
+        },
+      },
+    },
+  })
   get(@Principal() principal: AuthPrincipal, @NoQueryParams() _query: unknown): ResourceResponse {
     return {
       data: {

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiProblems } from '../common/openapi';
+import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import { Principal, Roles, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -27,6 +27,7 @@ export class UsersController {
   }
 
   @Get(':userId')
+  @ApiUuidParams('userId')
   @Scopes(UsersScope.read)
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404)
@@ -42,7 +43,7 @@ export class UsersController {
   @Scopes(UsersScope.write)
   @Roles('admin')
   @ApiCreatedResponse({ type: UserResponseDto, description: 'Location: /users/{id}' })
-  @ApiProblems(409, 413)
+  @ApiProblems(409, 413, 415)
   async create(
     @Body() body: CreateUserDto,
     @NoQueryParams() _query: unknown,
@@ -54,9 +55,10 @@ export class UsersController {
   }
 
   @Put(':userId')
+  @ApiUuidParams('userId')
   @Scopes(UsersScope.write)
   @ApiOkResponse({ type: UserResponseDto })
-  @ApiProblems(404, 409, 413)
+  @ApiProblems(404, 409, 413, 415)
   update(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
@@ -67,6 +69,7 @@ export class UsersController {
   }
 
   @Delete(':userId')
+  @ApiUuidParams('userId')
   @Scopes(UsersScope.write)
   @Roles('admin')
   @ApiNoContentResponse({ description: 'Deleted, with its orders, sessions, grants and refresh tokens' })

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Browser, NO_RATE_LIMITS, REDIRECT_URI, authorizePath, registerClient } from '../support/oauth';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+interface Operation {
+  requestBody?: { content: Record<string, { schema: { $ref?: string; properties?: Record<string, unknown> } }> };
+  responses: Record<string, unknown>;
+  parameters?: { name: string; in: string; schema?: { format?: string; maximum?: number } }[];
+}
+interface Document {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, { additionalProperties?: boolean }> };
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** The OpenAPI document against what the service does (issue: it documented 201s and no bodies for the forms). */
+describe('GET /docs/openapi.json tells the truth', () => {
+  let t: TestApp;
+  let doc: Document;
+
+  beforeAll(async () => {
+    t = await createTestApp(NO_RATE_LIMITS);
+    doc = (await t.http().get('/docs/openapi.json')).body as Document;
+  });
+  afterAll(() => t.close());
+
+  const op = (method: string, path: string): Operation => {
+    const operation = doc.paths[path]?.[method];
+    if (!operation) throw new Error(`${method} ${path} is not documented`);
+    return operation;
+  };
+  const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).sort();
+
+  it.each([
+    ['/token', ['200', '400', '401', '429', '503'], ['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'scope']],
+    ['/revoke', ['200', '400', '401', '503'], ['token', 'token_type_hint']],
+    ['/introspect', ['200', '400', '401', '503'], ['token', 'token_type_hint']],
+  ])('POST %s: a form body with its parameters and the statuses it answers', (path, expected, fields) => {
+    expect(statuses('post', path)).toEqual(expected);
+    const form = op('post', path).requestBody?.content[FORM];
+    expect(form).toBeDefined();
+    expect(Object.keys(form!.schema.properties ?? {})).toEqual(expect.arrayContaining(fields));
+  });
+
+  it('the pages and redirects: /authorize, the consent form, /login and /logout', () => {
+    expect(statuses('get', '/authorize')).toEqual(['200', '302', '400']);
+    expect(statuses('post', '/authorize/consent')).toEqual(['303', '400', '403']);
+    expect(statuses('get', '/login')).toEqual(['200']);
+    expect(statuses('post', '/login')).toEqual(['303', '400', '401', '403', '429']);
+    expect(statuses('post', '/logout')).toEqual(['303']);
+    for (const path of ['/authorize/consent', '/login']) expect(op('post', path).requestBody?.content[FORM]).toBeDefined();
+  });
+
+  it('201 only where something is created; GET /api/resource documents its 200', () => {
+    const created = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, o]) => '201' in o.responses)
+        .map(([method]) => `${method} ${path}`),
+    );
+    expect(created.sort()).toEqual(['post /users', 'post /users/{userId}/orders']);
+    expect(statuses('get', '/api/resource')).toContain('200');
+  });
+
+  it('ids are UUIDs, offsets have their maximum, JSON bodies allow no other field', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, o] of Object.entries(ops)) {
+        for (const p of o.parameters ?? []) {
+          if (p.in === 'path') expect(p.schema?.format, `${method} ${path} ${p.name}`).toBe('uuid');
+          if (p.name === 'offset') expect(p.schema?.maximum, `${method} ${path} offset`).toBe(1_000_000_000);
+        }
+        const ref = o.requestBody?.content['application/json']?.schema.$ref;
+        if (ref) expect(doc.components.schemas[ref.split('/').pop()!].additionalProperties, `${method} ${path}`).toBe(false);
+      }
+    }
+  });
+
+  it('what the OAuth endpoints and pages answer is documented for them', async () => {
+    const client = await registerClient(t, { trusted: true });
+    const seen: [string, string, number][] = [
+      ['post', '/token', (await t.http().post('/token').type('form').send('grant_type=authorization_code')).status],
+      ['post', '/token', (await t.http().post('/token').set('Content-Type', 'text/plain').send('x')).status],
+      ['post', '/revoke', (await t.http().post('/revoke').type('form').send(`client_id=${client.client_id}`)).status],
+      ['post', '/introspect', (await t.http().post('/introspect').type('form').send('token=x')).status],
+      [
+        'get',
+        '/authorize',
+        (await new Browser(t).get(authorizePath({ response_type: 'code', client_id: 'nobody', redirect_uri: REDIRECT_URI }))).status,
+      ],
+      [
+        'get',
+        '/authorize',
+        (await new Browser(t).get(authorizePath({ response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT_URI })))
+          .status,
+      ],
+      ['post', '/authorize/consent', (await t.http().post('/authorize/consent').type('form').send('decision=allow')).status],
+      ['get', '/login', (await t.http().get('/login')).status],
+      ['post', '/login', (await t.http().post('/login').type('form').send('email=a@b.c&password=x&csrf=x')).status],
+      ['post', '/logout', (await t.http().post('/logout')).status],
+      ['get', '/api/resource', (await t.http().get('/api/resource')).status],
+    ];
+    for (const [method, path, status] of seen)
+      expect(statuses(method, path), `${method} ${path} answered ${status}`).toContain(String(status));
+    expect(new Set(seen.map(([, , status]) => status))).toEqual(new Set([400, 401, 302, 403, 200, 303]));
+  });
+});
