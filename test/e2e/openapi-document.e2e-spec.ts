@@ -75,6 +75,41 @@ describe('GET /docs/openapi.json tells the truth', () => {
     }
   });
 
+  /** A body made of the examples the document gives for each property of a request schema. */
+  function exampleBody(method: string, path: string): Record<string, unknown> {
+    const ref = op(method, path).requestBody!.content['application/json'].schema.$ref!;
+    const schema = doc.components.schemas[ref.split('/').pop()!] as { properties: Record<string, { example?: unknown }> };
+    const body: Record<string, unknown> = {};
+    for (const [name, property] of Object.entries(schema.properties)) {
+      expect(property.example, `${method} ${path}: ${name} has an example`).toBeDefined();
+      body[name] = property.example;
+    }
+    return body;
+  }
+
+  it("a request built from the schema's own examples is accepted", async () => {
+    const admin = await t.createUser({ role: 'admin' });
+    const auth = ['Authorization', `Bearer ${await t.token(admin.id)}`] as const;
+    const created = await t
+      .http()
+      .post('/users')
+      .set(...auth)
+      .send(exampleBody('post', '/users'));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const replaced = await t
+      .http()
+      .put(`/users/${created.body.id}`)
+      .set(...auth)
+      .send(exampleBody('put', '/users/{userId}'));
+    expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
+    const order = await t
+      .http()
+      .post(`/users/${created.body.id}/orders`)
+      .set(...auth)
+      .send(exampleBody('post', '/users/{userId}/orders'));
+    expect(order.status, JSON.stringify(order.body)).toBe(201);
+  });
+
   it('what the OAuth endpoints and pages answer is documented for them', async () => {
     const client = await registerClient(t, { trusted: true });
     const seen: [string, string, number][] = [

@@ -18,6 +18,7 @@ import { ExpressHttpAdapter } from '../../src/common/express-adapter';
 import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { UsersService } from '../../src/users/users.service';
+import { DocumentedStatuses } from './documented-statuses';
 
 /** Every scope the application's modules define (read from the registry, never spelled out here). */
 export const ALL_SCOPES: Scope[] = allScopes();
@@ -90,6 +91,8 @@ export async function createTestApp(
     logger: ['error', 'warn'],
   });
   configureApp(app);
+  const statuses = new DocumentedStatuses();
+  statuses.install(app);
   await app.init();
   const config = app.get(AppConfig);
   const tokens = app.get(TokenIssuer);
@@ -117,8 +120,12 @@ export async function createTestApp(
       return tokens.mintAccessToken({ sub, clientId, scope, grantId: randomUUID() }).token;
     },
     async close() {
+      // Every status this app answered must be in the OpenAPI document (read before the app goes away).
+      const document = (await request(app.getHttpServer()).get('/docs/openapi.json')).body;
       await app.close();
       if (!existingDb) await db.drop();
+      const undocumented = statuses.undocumented(document);
+      if (undocumented.length) throw new Error(`answered but not in the OpenAPI document:\n  ${undocumented.join('\n  ')}`);
     },
   };
 }
