@@ -13,6 +13,7 @@ import { OrdersScope } from './orders.scopes';
 import { OrdersService } from './orders.service';
 
 @ApiTags('orders')
+@ApiProblems(503)
 @ApiUuidParams('userId')
 @Controller('users/:userId/orders')
 export class OrdersController {

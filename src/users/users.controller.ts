@@ -14,6 +14,7 @@ import { UsersService } from './users.service';
 import { UsersScope } from './users.scopes';
 
 @ApiTags('users')
+@ApiProblems(503)
 @Controller('users')
 export class UsersController {
   constructor(private readonly users: UsersService) {}

@@ -16,7 +16,7 @@ describe('a PostgreSQL outage', () => {
     t = await createTestApp({}, { url: pg.url, drop: async () => undefined });
   }, 120_000);
   afterAll(async () => {
-    await t?.close().catch(() => undefined);
+    await t?.close();
     pg?.destroy();
   });
 
