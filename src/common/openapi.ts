@@ -115,6 +115,25 @@ export function ApiHtml(status: number, description: string) {
   );
 }
 
+/**
+ * The 400 of a page that takes a form: its own HTML page, or problem+json when the body could not be read at
+ * all (malformed, too deep); 413 and 415 as everywhere.
+ */
+export function ApiPageFormErrors(description: string) {
+  return applyDecorators(
+    ApiExtraModels(ProblemResponseDto),
+    ApiResponse({
+      status: 400,
+      description: `${description}; problem+json when the body cannot be read`,
+      content: {
+        'text/html': { schema: { type: 'string' } },
+        'application/problem+json': { schema: { $ref: getSchemaPath(ProblemResponseDto) } },
+      },
+    }),
+    ApiProblems(413, 415),
+  );
+}
+
 /** A redirect, with where it goes. */
 export function ApiRedirect(status: 302 | 303, description: string) {
   return ApiResponse({ status, description, headers: { Location: { description: 'Where to go', schema: { type: 'string' } } } });

@@ -1,3 +1,4 @@
+import { ApiProblems } from '../common/openapi';
 import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, type HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ThrottlerStorage } from '@nestjs/throttler';
@@ -6,6 +7,8 @@ import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler.stor
 import { NoQueryParams } from '../common/validation';
 
 @Public()
+// A query parameter of any name is 400 here (none is taken).
+@ApiProblems(400)
 @Controller('health')
 export class HealthController {
   constructor(

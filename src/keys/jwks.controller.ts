@@ -1,3 +1,4 @@
+import { ApiProblems } from '../common/openapi';
 import { Controller, Get, Header } from '@nestjs/common';
 import type { JWK } from 'jose';
 import { NoQueryParams } from '../common/validation';
@@ -5,6 +6,8 @@ import { Public } from '../auth/auth.decorators';
 import { SigningKeysService } from './signing-keys.service';
 
 @Public()
+// A query parameter of any name is 400 here (none is taken).
+@ApiProblems(400)
 @Controller('.well-known')
 export class JwksController {
   constructor(private readonly keys: SigningKeysService) {}

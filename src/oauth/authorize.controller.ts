@@ -1,6 +1,6 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ApiHtml, ApiPageForm, ApiRedirect } from '../common/openapi';
+import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
 import { scopeDescription } from '../auth/scopes';
@@ -74,7 +74,7 @@ export class AuthorizeController {
     ['csrf', 'decision', 'client_id'],
   )
   @ApiRedirect(303, 'To redirect_uri with code and state (allow), or error=access_denied (deny) or another error')
-  @ApiHtml(400, 'An unknown client or redirect URI, or no decision: an error page')
+  @ApiPageFormErrors('An unknown client or redirect URI, or no decision: an error page')
   @ApiHtml(403, 'No session, or a CSRF token that does not match it')
   async consent(@Req() req: Request, @Res() res: Response): Promise<void> {
     const body = (req.body ?? {}) as Record<string, unknown>;

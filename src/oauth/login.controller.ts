@@ -1,5 +1,5 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
-import { ApiHtml, ApiPageForm, ApiProblems, ApiRedirect } from '../common/openapi';
+import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../common/openapi';
 import { CONTROL_CHARACTER } from '../common/text';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
@@ -48,7 +48,7 @@ export class LoginController {
     ['email', 'password', 'csrf'],
   )
   @ApiRedirect(303, 'Signed in: the session cookie is set, to return_to')
-  @ApiHtml(400, 'An email with control characters: the form again')
+  @ApiPageFormErrors('An email with control characters: the form again')
   @ApiHtml(401, 'Wrong email or password: the form again, with one generic message')
   @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
   @ApiProblems(429)

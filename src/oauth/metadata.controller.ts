@@ -1,3 +1,4 @@
+import { ApiProblems } from '../common/openapi';
 import { Controller, Get, Header } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { NoQueryParams } from '../common/validation';
@@ -6,6 +7,8 @@ import { allScopes } from '../auth/scopes';
 
 /** RFC 8414 authorization server metadata. */
 @Public()
+// A query parameter of any name is 400 here (none is taken).
+@ApiProblems(400)
 @Controller('.well-known')
 export class MetadataController {
   constructor(private readonly config: AppConfig) {}

@@ -1,0 +1,269 @@
+import fc from 'fast-check';
+import type { Response } from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_RATE_LIMITS } from '../support/oauth';
+import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
+
+/** The parts of the OpenAPI document the fuzzer reads. */
+interface Schema {
+  type?: string;
+  format?: string;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  $ref?: string;
+}
+interface Operation {
+  parameters?: { name: string; in: 'path' | 'query'; schema?: Schema }[];
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses: Record<string, { content?: Record<string, { schema?: Schema }> }>;
+}
+interface Document {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+}
+
+/** A fixed seed: the same requests in every run, so a failure reproduces. */
+const SEED = 20261124;
+const RUNS = 4000;
+
+/** A short text with a control character in it (NUL among them: what PostgreSQL cannot store). */
+const withControl = fc
+  .tuple(
+    fc.string({ minLength: 1, maxLength: 8 }),
+    fc.constantFrom('\u0000', '\u0007', '\n', '\t', '\u001b', '\u007f'),
+    fc.string({ maxLength: 8 }),
+  )
+  .map(([a, control, b]) => `${a}${control}${b}`);
+
+const hostileString = fc.oneof(
+  fc.string({ maxLength: 24 }),
+  withControl,
+  fc.string({ unit: 'binary', maxLength: 24 }),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '%00',
+    '\u202e\u0007\u001b[31m',
+    '../../etc/passwd',
+    "' OR 1=1 --",
+    '<script>alert(1)</script>',
+    '\ud83d',
+    '😀'.repeat(60),
+    'x'.repeat(3000),
+    '-1',
+    '1e309',
+    '9007199254740993',
+    'NaN',
+    'null',
+    '__proto__',
+    'constructor',
+  ),
+);
+
+const junk: fc.Arbitrary<unknown> = fc.oneof(
+  hostileString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.oneof(fc.integer(), hostileString), { maxLength: 3 }),
+  fc.dictionary(hostileString, fc.oneof(fc.integer(), hostileString), { maxKeys: 3 }),
+);
+
+/** A value the schema allows. */
+function validOf(schema: Schema | undefined): fc.Arbitrary<unknown> {
+  if (schema?.enum?.length) return fc.constantFrom(...schema.enum);
+  if (schema?.type === 'integer') return fc.integer({ min: schema.minimum ?? -1_000_000, max: schema.maximum ?? 1_000_000 });
+  if (schema?.format === 'email') return fc.emailAddress().filter((e) => e.length <= (schema.maxLength ?? 254));
+  if (schema?.format === 'uuid') return fc.uuid();
+  if (schema?.type === 'string') {
+    return fc.string({ minLength: Math.max(schema.minLength ?? 0, 1), maxLength: Math.min(schema.maxLength ?? 40, 60) });
+  }
+  if (schema?.type === 'boolean') return fc.boolean();
+  return junk;
+}
+
+/** A value the schema allows (mostly), or anything at all. */
+function valueOf(schema: Schema | undefined): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 4, arbitrary: validOf(schema) }, { weight: 1, arbitrary: junk });
+}
+
+/**
+ * An object one change away from valid: every property of the schema with a valid value (optional ones mostly),
+ * then, mostly, one change - a field hostile, a field left out, or a field the schema does not have. One change
+ * at a time is what reaches past validation into the service and the database.
+ */
+function objectOf(schema: Schema): fc.Arbitrary<Record<string, unknown>> {
+  const names = Object.keys(schema.properties ?? {});
+  const required = new Set(schema.required ?? []);
+  const fields = Object.fromEntries(
+    names.map((name) => [
+      name,
+      required.has(name) ? validOf(schema.properties![name]) : fc.option(validOf(schema.properties![name]), { freq: 4, nil: undefined }),
+    ]),
+  );
+  const change = fc.oneof(
+    { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('hostile' as const), at: fc.nat(), value: junk }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('drop' as const), at: fc.nat() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('extra' as const), name: hostileString, value: junk }) },
+  );
+  return fc.tuple(fc.record(fields), change).map(([record, c]) => {
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(record)) if (value !== undefined) out[name] = value;
+    if (c.kind === 'hostile' && names.length) out[names[c.at % names.length]] = c.value;
+    if (c.kind === 'drop' && names.length) delete out[names[c.at % names.length]];
+    if (c.kind === 'extra') out[c.name] = c.value;
+    return out;
+  });
+}
+
+interface FuzzRequest {
+  method: string;
+  path: string;
+  url: string;
+  auth: string | undefined;
+  body?: { type: string; text: string };
+}
+
+describe('OpenAPI-driven fuzzing (fixed seed): no 5xx, and every answer as documented', () => {
+  let t: TestApp;
+  let doc: Document;
+  const schemas = (s: Schema): Schema => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
+
+  beforeAll(async () => {
+    t = await createTestApp(NO_RATE_LIMITS);
+    doc = (await t.http().get('/docs/openapi.json')).body as Document;
+  });
+  afterAll(() => t.close());
+
+  it(`${RUNS} generated requests over every documented operation`, async () => {
+    const admin = await t.createUser({ role: 'admin' });
+    const user = await t.createUser();
+    const targets = await Promise.all([1, 2, 3].map(() => t.createUser()));
+    const adminToken = await t.token(admin.id, ALL_SCOPES);
+    const userToken = await t.token(user.id, ALL_SCOPES);
+    const ids = [user.id, ...targets.map((u) => u.id)];
+
+    const auth = fc.oneof(
+      { weight: 6, arbitrary: fc.constant(`Bearer ${adminToken}`) },
+      { weight: 2, arbitrary: fc.constant(`Bearer ${userToken}`) },
+      { weight: 1, arbitrary: fc.constant(undefined) },
+      // What an HTTP client can send in a header at all.
+      { weight: 1, arbitrary: hostileString.map((s) => `Bearer ${s.replace(/[^\x20-\x7e]/g, '?').slice(0, 500)}`) },
+    );
+
+    const operations: fc.Arbitrary<FuzzRequest>[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path');
+        const queryParams = (op.parameters ?? []).filter((p) => p.in === 'query');
+        const pathArb = fc.tuple(
+          ...pathParams.map(() =>
+            fc.oneof(
+              { weight: 4, arbitrary: fc.constantFrom(...ids) },
+              { weight: 1, arbitrary: fc.uuid() },
+              // Not a segment that would take the request to another route ('', '.', '..').
+              { weight: 1, arbitrary: hostileString.filter((s) => !['', '.', '..'].includes(s)) },
+            ),
+          ),
+        );
+        const queryArb = fc.tuple(
+          fc.record(Object.fromEntries(queryParams.map((p) => [p.name, valueOf(p.schema)])), { requiredKeys: [] }),
+          // Now and then a parameter the operation does not take.
+          fc.oneof({ weight: 7, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(hostileString, hostileString) }),
+        );
+        const content = op.requestBody?.content ?? {};
+        const [bodyType] = Object.keys(content);
+        const bodyArb: fc.Arbitrary<FuzzRequest['body']> = bodyType
+          ? fc.oneof(
+              { weight: 8, arbitrary: objectOf(schemas(content[bodyType].schema)).map((o) => encode(bodyType, o)) },
+              { weight: 1, arbitrary: junk.map((j) => ({ type: 'application/json', text: JSON.stringify(j) ?? 'null' })) },
+              { weight: 1, arbitrary: hostileString.map((s) => ({ type: bodyType, text: s })) },
+            )
+          : fc.constant(undefined);
+        operations.push(
+          fc.record({ segments: pathArb, query: queryArb, auth, body: bodyArb }).map(({ segments, query, auth: a, body }) => {
+            let i = 0;
+            const filled = path.replace(/\{[^}]+\}/g, () => encodeURIComponent(wellFormed(String(segments[i++]))));
+            const search = new URLSearchParams();
+            for (const [name, value] of Object.entries(query[0])) if (value !== undefined) search.append(name, stringOf(value));
+            if (query[1]) search.append(query[1][0], query[1][1]);
+            const qs = search.toString();
+            return { method, path, url: qs ? `${filled}?${qs}` : filled, auth: a, body };
+          }),
+        );
+      }
+    }
+
+    // Every kind of failure once (operation, status, what is wrong), with the first request that showed it.
+    const failures = new Map<string, string>();
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(...operations), async (r) => {
+        const res = await send(r);
+        const problem = check(r, res);
+        if (problem) {
+          const key = `${r.method.toUpperCase()} ${r.path} ${res.status} ${problem.kind}`;
+          if (!failures.has(key)) failures.set(key, problem.detail);
+        }
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+    expect([...failures].map(([key, example]) => `${key}\n    e.g. ${example}`)).toEqual([]);
+  }, 120_000);
+
+  function send(r: FuzzRequest): Promise<Response> {
+    let req = (t.http() as unknown as Record<string, (url: string) => ReturnType<ReturnType<TestApp['http']>['get']>>)[r.method](r.url);
+    if (r.auth !== undefined) req = req.set('Authorization', r.auth);
+    if (r.body) req = req.set('Content-Type', r.body.type).send(r.body.text);
+    return req.redirects(0).then(
+      (res) => res,
+      (error: { response?: Response }) => {
+        if (error.response) return error.response;
+        throw error;
+      },
+    );
+  }
+
+  /** What is wrong with an answer, if anything: its kind, and the request and answer to show. */
+  function check(r: FuzzRequest, res: Response): { kind: string; detail: string } | undefined {
+    const detail = `${r.url.slice(0, 200)} ${r.body ? `(${r.body.type}: ${r.body.text.slice(0, 120)})` : ''} -> ${JSON.stringify(res.body ?? res.text).slice(0, 200)}`;
+    if (res.status >= 500) return { kind: 'a 5xx', detail };
+    const documented = doc.paths[r.path][r.method].responses[String(res.status)];
+    if (!documented) return { kind: 'status not documented', detail };
+    const types = Object.keys(documented.content ?? {});
+    const type = String(res.headers['content-type'] ?? '').split(';')[0];
+    if (types.length && !types.includes(type)) return { kind: `content-type ${type}, documented ${types.join(', ')}`, detail };
+    const schema = documented.content?.[type]?.schema;
+    if (schema && type.endsWith('json')) {
+      const missing = (schemas(schema).required ?? []).filter((name) => !(name in (res.body ?? {})));
+      if (missing.length) return { kind: `body lacks ${missing.join(', ')}`, detail };
+    }
+    return undefined;
+  }
+});
+
+/** A URL can carry only well-formed UTF-16 (a lone surrogate becomes U+FFFD, as a browser would send it). */
+function wellFormed(value: string): string {
+  return value.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+}
+
+function stringOf(value: unknown): string {
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+}
+
+function encode(type: string, value: Record<string, unknown>): { type: string; text: string } {
+  if (type === 'application/x-www-form-urlencoded') {
+    const form = new URLSearchParams();
+    for (const [name, v] of Object.entries(value)) if (v !== undefined) form.append(name, stringOf(v));
+    return { type, text: form.toString() };
+  }
+  return { type, text: JSON.stringify(value) };
+}
