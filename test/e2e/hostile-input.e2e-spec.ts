@@ -14,14 +14,10 @@ import {
   setCookies,
 } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
-import { type TestApp, createTestApp } from '../support/test-app';
+import { type TestApp, bearer, createTestApp } from '../support/test-app';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
 
 const NUL = '\u0000';
-
-function auth(token: string): [string, string] {
-  return ['Authorization', `Bearer ${token}`];
-}
 
 /** JSON text of `depth` nested arrays around `inner`. */
 function nested(depth: number, inner = '1'): string {
@@ -103,7 +99,7 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .send(body);
       const errors = expectValidationProblem(res, '/users', ['email', 'name']);
       expect(errors.name).toMatch(/control characters/);
@@ -115,7 +111,7 @@ describe('hostile input', () => {
         const res = await t
           .http()
           .post('/users')
-          .set(...auth(adminToken))
+          .set(...bearer(adminToken))
           .send(userBody({ name }));
         expectValidationProblem(res, '/users', ['name']);
       }
@@ -125,7 +121,7 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .send({ ...userBody(), nickname: `x${NUL}` });
       expectValidationProblem(res, '/users', ['nickname']);
     });
@@ -135,13 +131,13 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .put(`/users/${user.id}`)
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .send(profileOf(user, { name: `Changed${NUL}` }));
       expectValidationProblem(res, `/users/${user.id}`, ['name']);
       const after = await t
         .http()
         .get(`/users/${user.id}`)
-        .set(...auth(adminToken));
+        .set(...bearer(adminToken));
       expect(after.body.name).toBe(user.name);
     });
 
@@ -150,13 +146,13 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .post(`/users/${user.id}/orders`)
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .send(orderBody({ item: `Widget${NUL}` }));
       expectValidationProblem(res, `/users/${user.id}/orders`, ['item']);
       const orders = await t
         .http()
         .get(`/users/${user.id}/orders`)
-        .set(...auth(adminToken));
+        .set(...bearer(adminToken));
       expect(orders.body.page.total).toBe(0);
     });
 
@@ -164,7 +160,7 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .get(`/users?gender=female${encodeURIComponent(NUL)}`)
-        .set(...auth(adminToken));
+        .set(...bearer(adminToken));
       expectValidationProblem(res, '/users', ['gender']);
     });
   });
@@ -176,7 +172,7 @@ describe('hostile input', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .set('Content-Type', 'application/json')
         .send(text);
       expectProblem(res, 400, '/users');
@@ -188,7 +184,7 @@ describe('hostile input', () => {
         t
           .http()
           .post('/users')
-          .set(...auth(adminToken))
+          .set(...bearer(adminToken))
           .set('Content-Type', 'application/json')
           .send(text);
       const tooDeep = await send(`{"name":${nested(32)}}`);

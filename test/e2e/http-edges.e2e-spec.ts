@@ -5,11 +5,7 @@ import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { userBody } from '../support/factories';
 import { NO_RATE_LIMITS, expectOAuthError } from '../support/oauth';
 import { expectProblem } from '../support/problem';
-import { type TestApp, createTestApp } from '../support/test-app';
-
-function auth(token: string): [string, string] {
-  return ['Authorization', `Bearer ${token}`];
-}
+import { type TestApp, bearer, createTestApp } from '../support/test-app';
 
 describe('HTTP edges: methods, encodings', () => {
   let t: TestApp;
@@ -35,7 +31,7 @@ describe('HTTP edges: methods, encodings', () => {
       const res = await t
         .http()
         [method](path)
-        .set(...auth(adminToken));
+        .set(...bearer(adminToken));
       expectProblem(res, 405, path);
       expect(res.headers.allow).toBe(allow);
       expect(res.body.detail).toContain(allow);
@@ -59,7 +55,7 @@ describe('HTTP edges: methods, encodings', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .set('Content-Type', 'application/json')
         .set('Content-Encoding', 'x-unknown')
         .send(JSON.stringify(userBody()));
@@ -70,7 +66,7 @@ describe('HTTP edges: methods, encodings', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .set('Content-Type', `application/json; charset=${charset}`)
         .send(JSON.stringify(userBody()));
       expectProblem(res, 415, '/users');
@@ -80,14 +76,14 @@ describe('HTTP edges: methods, encodings', () => {
       const res = await t
         .http()
         .post('/users')
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .set('Content-Type', 'text/plain')
         .send(JSON.stringify(userBody()));
       expectProblem(res, 415, '/users');
       const xml = await t
         .http()
         .put(`/users/${admin.id}`)
-        .set(...auth(adminToken))
+        .set(...bearer(adminToken))
         .set('Content-Type', 'application/xml')
         .send('<user/>');
       expectProblem(xml, 415, `/users/${admin.id}`);
