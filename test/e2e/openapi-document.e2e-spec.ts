@@ -45,9 +45,9 @@ describe('GET /docs/openapi.json tells the truth', () => {
 
   it('the pages and redirects: /authorize, the consent form, /login and /logout', () => {
     expect(statuses('get', '/authorize')).toEqual(['200', '302', '400']);
-    expect(statuses('post', '/authorize/consent')).toEqual(['303', '400', '403']);
+    expect(statuses('post', '/authorize/consent')).toEqual(['303', '400', '403', '413', '415']);
     expect(statuses('get', '/login')).toEqual(['200']);
-    expect(statuses('post', '/login')).toEqual(['303', '400', '401', '403', '429']);
+    expect(statuses('post', '/login')).toEqual(['303', '400', '401', '403', '413', '415', '429']);
     expect(statuses('post', '/logout')).toEqual(['303']);
     for (const path of ['/authorize/consent', '/login']) expect(op('post', path).requestBody?.content[FORM]).toBeDefined();
   });
