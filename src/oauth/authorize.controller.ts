@@ -4,7 +4,7 @@ import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
 import { scopeDescription } from '../auth/scopes';
-import { CodeGrantService } from './code-grant.service';
+import { CodeGrantService, type IssueCodeInput } from './code-grant.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
@@ -34,8 +34,15 @@ export class AuthorizeController {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
-    // A trusted client needs no consent; for any other the consent is read with the session, in one query.
-    const session = await this.sessions.current(sessionCookie.read(req), request.client.trusted ? undefined : request.client.id);
+    if (request.client.trusted) {
+      // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
+      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request));
+      if (code === undefined) res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+      else sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+      return;
+    }
+    // Any other client: the consent is read with the session, in one query.
+    const session = await this.sessions.current(sessionCookie.read(req), request.client.id);
     if (!session) {
       res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
       return;
@@ -133,13 +140,16 @@ export class AuthorizeController {
     userId: string,
     status: 302 | 303,
   ): Promise<void> {
-    const code = await this.codeGrant.issueCode({
+    const code = await this.codeGrant.issueCode({ ...this.codeInput(request), userId });
+    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+  }
+
+  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>): Omit<IssueCodeInput, 'userId'> {
+    return {
       client: request.client,
-      userId,
       scope: request.scope,
       redirectUri: request.sentRedirectUri,
       codeChallenge: request.codeChallenge,
-    });
-    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+    };
   }
 }

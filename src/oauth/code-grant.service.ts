@@ -4,6 +4,7 @@ import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
+import { SessionsService } from './sessions.service';
 import { OAuthError } from './oauth-error';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
 import { type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
@@ -37,6 +38,26 @@ const INSERT_GRANT = new Statement(GRANT_INSERT);
 const INSERT_CODE = new Statement(CODE_INSERT);
 /** PostgreSQL: the grant and its code in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(`WITH grant_row AS (${GRANT_INSERT}) ${CODE_INSERT}`);
+/**
+ * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
+ * session is live, in one statement (one round trip for the whole authorization request).
+ */
+const ISSUE_CODE_IN_SESSION = new Statement(`
+  WITH session AS (
+    SELECT user_id, expires_at FROM sessions WHERE id = :sessionId),
+  live AS (
+    SELECT user_id FROM session WHERE expires_at > :now),
+  grant_row AS (
+    INSERT INTO grants (id, user_id, client_id, scope, created_at, expires_at, revoked_at)
+    SELECT :grantId, user_id, :clientId, :scope, CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL FROM live
+    RETURNING user_id),
+  code_row AS (
+    INSERT INTO authorization_codes
+      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
+    SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL
+    FROM grant_row
+    RETURNING 1)
+  SELECT EXISTS (SELECT 1 FROM code_row) AS issued`);
 
 const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at';
 /**
@@ -98,24 +119,12 @@ export class CodeGrantService {
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
     private readonly config: OAuthConfig,
+    private readonly sessions: SessionsService,
   ) {}
 
   /** Starts a grant and returns its authorization code (shown once; stored as a hash). */
   async issueCode(input: IssueCodeInput): Promise<string> {
-    const now = Date.now();
-    const code = randomSecret(32);
-    const params = {
-      grantId: randomUUID(),
-      codeHash: hashSecret(code),
-      userId: input.userId,
-      clientId: input.client.id,
-      scope: input.scope,
-      redirectUri: input.redirectUri,
-      codeChallenge: input.codeChallenge,
-      now,
-      grantExpiresAt: now + this.config.refreshTokenTtl * 1000,
-      codeExpiresAt: now + this.config.authCodeTtl * 1000,
-    };
+    const { code, params } = this.newCode(input, input.userId, Date.now());
     if (this.db.postgres) {
       await this.db.run(INSERT_GRANT_AND_CODE, params);
     } else {
@@ -124,6 +133,40 @@ export class CodeGrantService {
       await this.db.run(INSERT_CODE, params);
     }
     return code;
+  }
+
+  /**
+   * For a client that needs no consent (trusted): the code for the user of the login session a cookie names, or
+   * undefined when there is no live session. On PostgreSQL the session check and the writes are one statement.
+   */
+  async issueCodeInSession(sessionSecret: string | undefined, input: Omit<IssueCodeInput, 'userId'>): Promise<string | undefined> {
+    if (!this.db.postgres) {
+      const session = await this.sessions.current(sessionSecret);
+      return session ? this.issueCode({ ...input, userId: session.userId }) : undefined;
+    }
+    const sessionId = this.sessions.idOf(sessionSecret);
+    if (sessionId === undefined) return undefined;
+    // The user is the session's: the statement takes it from the session row.
+    const { code, params } = this.newCode(input, null, Date.now());
+    const row = await this.db.one<{ issued: boolean }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId });
+    return row?.issued ? code : undefined;
+  }
+
+  private newCode(input: Omit<IssueCodeInput, 'userId'>, userId: string | null, now: number) {
+    const code = randomSecret(32);
+    const params = {
+      grantId: randomUUID(),
+      codeHash: hashSecret(code),
+      userId,
+      clientId: input.client.id,
+      scope: input.scope,
+      redirectUri: input.redirectUri,
+      codeChallenge: input.codeChallenge,
+      now,
+      grantExpiresAt: now + this.config.refreshTokenTtl * 1000,
+      codeExpiresAt: now + this.config.authCodeTtl * 1000,
+    };
+    return { code, params };
   }
 
   async exchange(client: Client, input: CodeExchangeInput): Promise<TokenResponse> {

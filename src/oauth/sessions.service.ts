@@ -67,8 +67,8 @@ export class SessionsService {
    * already granted that client, read in the same query.
    */
   async current(secret: string | undefined, consentOf?: string): Promise<CurrentSession | undefined> {
-    if (!secret || secret.length > 100) return undefined;
-    const id = hashSecret(secret);
+    const id = this.idOf(secret);
+    if (id === undefined) return undefined;
     const row =
       consentOf === undefined
         ? await this.db.one<SessionRow>(FIND_SESSION, { id })
@@ -79,6 +79,11 @@ export class SessionsService {
     const session: CurrentSession = { id: row.id, userId: row.user_id, csrfToken: row.csrf_token, expiresAt };
     if (consentOf !== undefined) session.consented = new Set((row.consented_scope ?? '').split(' ').filter(Boolean));
     return session;
+  }
+
+  /** The session id a cookie value stands for (its hash); undefined for a value no session could have. */
+  idOf(secret: string | undefined): string | undefined {
+    return !secret || secret.length > 100 ? undefined : hashSecret(secret);
   }
 
   async end(secret: string | undefined): Promise<void> {

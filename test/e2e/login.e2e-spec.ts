@@ -1,5 +1,7 @@
 import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Grant } from '../../src/oauth/entities/grant.entity';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
 import {
   Browser,
@@ -245,8 +247,12 @@ describe('login session with SESSION_TTL=1', () => {
     expect(redirectParams(await browser.get(path)).get('code')).toBeTruthy();
     await sleep(1200);
     // The browser keeps sending the cookie (as one with a slow clock would): the server must refuse it.
+    const grants = t.app.get(DataSource).getRepository(Grant);
+    const before = await grants.countBy({ clientId: client.client_id });
     const res = await browser.get(path);
     expect(res.status).toBe(302);
     expect(res.headers.location).toMatch(/^\/login\?return_to=/);
+    // ... and write nothing for it (on PostgreSQL the session check and the writes are one statement).
+    expect(await grants.countBy({ clientId: client.client_id })).toBe(before);
   });
 });
