@@ -146,5 +146,5 @@ export function ApiPageForm(properties: Record<string, SchemaObject>, required: 
 
 /** Path parameters that are UUIDs (checked by `UuidParamPipe`: anything else is 400). */
 export function ApiUuidParams(...names: string[]) {
-  return applyDecorators(...names.map((name) => ApiParam({ name, format: 'uuid', schema: { type: 'string', format: 'uuid' } })));
+  return applyDecorators(...names.map((name) => ApiParam({ name, schema: { type: 'string', format: 'uuid' } })));
 }

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { allowedMethods } from './allowed-methods';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
-import { MAX_JSON_DEPTH } from './json-body';
+import { JsonTooDeepError } from './json-body';
 import { problem, sendProblem } from './problem';
 import { HttpProblemError } from './http-problem.error';
 import { requestIdOf } from './request-id.middleware';
@@ -24,6 +24,13 @@ const BODY_PARSER_STATUS: Record<string, number> = {
   'request.size.invalid': 400,
   'stream.encoding.set': 500,
   'parameters.too.many': 413,
+};
+
+/** What a client is told of a body-parser error: by status, or by type where a status has several. */
+const BODY_PARSER_DETAIL: Record<string | number, string> = {
+  413: 'The request body is too large.',
+  415: 'The request body encoding is not supported.',
+  'entity.parse.failed': 'The request body is not valid JSON.',
 };
 
 /** Maps every error to one answer: problem+json for the API, the RFC format for OAuth endpoints. */
@@ -82,16 +89,11 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const bodyError = (exception instanceof HttpException ? exception.cause : exception) as { type?: string } | undefined;
     if (bodyError && typeof bodyError.type === 'string' && bodyError.type in BODY_PARSER_STATUS) {
       const status = BODY_PARSER_STATUS[bodyError.type];
+      // The service's own check (depth) says what is wrong; body-parser's messages are not for clients.
       const detail =
-        status === 413
-          ? 'The request body is too large.'
-          : status === 415
-            ? 'The request body encoding is not supported.'
-            : bodyError.type === 'entity.parse.failed'
-              ? 'The request body is not valid JSON.'
-              : bodyError.type === 'entity.too.deep'
-                ? `The request body is nested deeper than ${MAX_JSON_DEPTH} levels.`
-                : 'The request body could not be read.';
+        bodyError instanceof JsonTooDeepError
+          ? bodyError.message
+          : (BODY_PARSER_DETAIL[status] ?? BODY_PARSER_DETAIL[bodyError.type] ?? 'The request body could not be read.');
       return { status, detail, code: undefined, headers };
     }
     if (exception instanceof HttpException) {

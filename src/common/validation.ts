@@ -2,7 +2,7 @@ import { type ArgumentMetadata, Injectable, type PipeTransform, Query, Validatio
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Max, Min, ValidateBy, ValidateIf, type ValidationError } from 'class-validator';
 import { type FieldError, ValidationFailedError } from './domain-error';
-import { CONTROL_CHARACTER } from './text';
+import { CONTROL_CHARACTER, UNPRINTABLE } from './text';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,13 +21,6 @@ function flatten(errors: ValidationError[], prefix = ''): FieldError[] {
 
 /** Keys that class-transformer drops silently (prototype-pollution guard) instead of reporting as unknown. */
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'];
-
-/**
- * Control characters that no text field of the API has a use for: C0 but tab, line feed and carriage return, and
- * DEL. (PostgreSQL cannot store NUL in a text column at all: let through, it would fail as a 500 there.)
- */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNPRINTABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /** Fields of a body or query that the pipe rejects before the DTO's own rules, with the reason. */
 function refusedFields(value: unknown, prefix = '', depth = 0, out: FieldError[] = []): FieldError[] {

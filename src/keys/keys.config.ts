@@ -4,8 +4,9 @@ import { ConfigError, type Env } from '../config/env';
 function keyEncryptionKey(env: Env, name: string): Buffer | undefined {
   const raw = env[name]?.trim();
   if (!raw) return undefined;
-  const bytes = /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (bytes.length !== 32 || (!/^[0-9a-f]{64}$/i.test(raw) && !/^[A-Za-z0-9+/_-]{43}=?$/.test(raw))) {
+  const hex = /^[0-9a-f]{64}$/i.test(raw);
+  const bytes = Buffer.from(raw, hex ? 'hex' : 'base64');
+  if (bytes.length !== 32 || (!hex && !/^[A-Za-z0-9+/_-]{43}=?$/.test(raw))) {
     throw new ConfigError(`${name} must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits`);
   }
   return bytes;

@@ -61,7 +61,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
       // empty table, and SQLite runs one writer at a time).
       await withStartupLock(this.repo.manager.connection, async () => {
         await this.reload();
-        if (this.keys.length === 0) await this.insert(await this.newKey(), true);
+        if (this.keys.length === 0) await this.insertIntoEmpty(await this.newKey());
         await this.reload();
       });
     }
@@ -76,7 +76,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   /** Creates a new active key; older keys stay published until the tokens they signed have expired. */
   async rotate(): Promise<string> {
     const key = await this.newKey();
-    await this.insert(key, false);
+    await this.repo.insert(key);
     await this.reload();
     return key.kid;
   }
@@ -93,12 +93,8 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** Stores a key; with `onlyIfNone`, only into an empty table (in the same statement). */
-  private async insert(key: SigningKey, onlyIfNone: boolean): Promise<void> {
-    if (!onlyIfNone) {
-      await this.repo.insert(key);
-      return;
-    }
+  /** Stores a key only if there is none yet (in the same statement). */
+  private async insertIntoEmpty(key: SigningKey): Promise<void> {
     const { driver } = this.repo.manager.connection;
     const [a, b, c, d] = [0, 1, 2, 3].map((i) => driver.createParameter(`p${i}`, i));
     await this.repo.query(

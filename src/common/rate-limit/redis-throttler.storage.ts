@@ -12,14 +12,10 @@ export interface CounterStoreHealth {
   message?: string;
 }
 
-export interface RedisThrottlerOptions {
-  /** Longest a Redis call may take before the counter is taken from this instance instead (ms). */
-  commandTimeoutMs: number;
-  /** After a failure, how long Redis is left alone before the next request tries it again (ms). */
-  retryAfterMs: number;
-}
-
-const DEFAULTS: RedisThrottlerOptions = { commandTimeoutMs: 100, retryAfterMs: 5_000 };
+/** Longest a Redis call may take before the counter is taken from this instance instead (ms). */
+const COMMAND_TIMEOUT_MS = 100;
+/** After a failure, how long Redis is left alone before the next request tries it again (ms). */
+const RETRY_AFTER_MS = 5_000;
 
 // One round trip: count the hit in a fixed window and report the window's remaining time.
 const INCREMENT = `
@@ -32,12 +28,11 @@ return {hits, ttl}`;
 /**
  * Rate-limit counters in Redis, shared by every instance (REDIS_URL). Redis must never hold a request up: every
  * call has a short timeout, and after a failure (refused, timed out, a Redis that accepts connections but does not
- * answer) the counters are kept in this instance for `retryAfterMs` without trying Redis — a circuit breaker —
+ * answer) the counters are kept in this instance for RETRY_AFTER_MS without trying Redis — a circuit breaker —
  * so the limits still hold, per instance, while Redis is away. Readiness reports it as degraded, not down.
  */
 export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
   private readonly logger = new Logger(RedisThrottlerStorage.name);
-  private readonly options: RedisThrottlerOptions;
   private readonly local = new MemoryThrottlerStorage();
   readonly redis: Redis;
   /** Until when Redis is taken for down (0 while it is up). */
@@ -47,15 +42,13 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   constructor(
     url: string,
     private readonly prefix = 'rl:',
-    options: Partial<RedisThrottlerOptions> = {},
   ) {
-    this.options = { ...DEFAULTS, ...options };
     this.redis = new Redis(url, {
       lazyConnect: false,
       // Queued while (re)connecting, but never for longer than the command timeout.
       enableOfflineQueue: true,
       maxRetriesPerRequest: 1,
-      commandTimeout: this.options.commandTimeoutMs,
+      commandTimeout: COMMAND_TIMEOUT_MS,
       connectTimeout: 2_000,
     });
     this.redis.on('error', (error: Error) => this.logger.debug(`redis: ${error.message}`));
@@ -98,7 +91,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   private markDown(error: unknown): void {
     const wasUp = this.downUntil === 0;
     this.lastFailure = (error as Error).message;
-    this.downUntil = Date.now() + this.options.retryAfterMs;
+    this.downUntil = Date.now() + RETRY_AFTER_MS;
     if (wasUp) this.logger.warn(`redis failed (${this.lastFailure}): rate limits are counted per instance until it answers`);
   }
 
