@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { AppConfig } from '../config/app-config';
 import { CLOCK_SKEW_SECONDS, SigningKeysService } from '../keys/signing-keys.service';
-import type { AuthPrincipal } from './principal';
+import { type AuthPrincipal, CLIENT_CREDENTIALS_CLAIM } from './principal';
 import { RevokedGrantsService } from './revoked-grants.service';
 
 export class InvalidAccessTokenError extends Error {
@@ -71,7 +71,7 @@ export class AccessTokenVerifier {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, jti, exp, iat } = payload as JWTPayload & Record<string, unknown>;
+    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -79,11 +79,14 @@ export class AccessTokenVerifier {
       typeof gid !== 'string' ||
       typeof jti !== 'string' ||
       typeof exp !== 'number' ||
-      typeof iat !== 'number'
+      typeof iat !== 'number' ||
+      (gty !== undefined && gty !== CLIENT_CREDENTIALS_CLAIM.gty) ||
+      (gty === CLIENT_CREDENTIALS_CLAIM.gty && sub !== clientId)
     ) {
       throw new InvalidAccessTokenError('missing claims');
     }
     const scopes = new Set(scope.split(' ').filter(Boolean));
-    return { sub, clientId, scope, scopes, grantId: gid, jti, iat, exp };
+    const kind = gty === CLIENT_CREDENTIALS_CLAIM.gty ? 'client' : 'user';
+    return { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp };
   }
 }

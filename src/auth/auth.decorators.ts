@@ -9,6 +9,7 @@ export const IS_PUBLIC_KEY = 'auth:isPublic';
 export const SCOPES_KEY = 'auth:scopes';
 export const ANY_SCOPE_KEY = 'auth:anyScope';
 export const ROLES_KEY = 'auth:roles';
+export const CLIENT_TOKENS_KEY = 'auth:clientTokens';
 
 /*
  * Every route declares who may call it, in exactly one of three ways: `@Public()`, `@Scopes(...)` with at least
@@ -36,6 +37,16 @@ export function AnyScope() {
  */
 export function Roles(...roles: [string, ...string[]]) {
   return applyDecorators(SetMetadata(ROLES_KEY, roles), ApiExtension('x-roles', roles), ApiProblems(403));
+}
+
+/**
+ * Lets a client that obtained a token for itself (client-credentials grant, no user) call the route too, when its
+ * token has the route's scopes. Without it such a token gets 403: every other route acts for a signed-in person
+ * ("own records", a user's role). On a route that also has `@Roles()`, the roles apply to people only: the
+ * operator who allowed the client those scopes at registration has decided for it.
+ */
+export function AcceptClientTokens() {
+  return applyDecorators(SetMetadata(CLIENT_TOKENS_KEY, true), ApiExtension('x-client-credentials', true));
 }
 
 export type RequestWithPrincipal = Request & { principal?: AuthPrincipal };

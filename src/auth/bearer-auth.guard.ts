@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { ModuleRef, Reflector } from '@nestjs/core';
 import { HttpProblemError } from '../common/http-problem.error';
-import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
+import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
 import { BearerStrategy } from './bearer.strategy';
 import type { AuthPrincipal } from './principal';
 import { RoleDirectory } from './role-directory';
@@ -32,6 +32,8 @@ interface AccessRule {
   /** The scopes the token must carry (empty for `@AnyScope()`). */
   scopes: string[];
   roles: string[] | undefined;
+  /** Whether a client-credentials token (no user) may call it. */
+  clientTokens: boolean;
 }
 
 /**
@@ -66,6 +68,16 @@ export class BearerAuthGuard implements CanActivate {
         'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
       });
     }
+    if (principal.kind === 'client') {
+      if (!rule.clientTokens) {
+        throw new HttpProblemError(
+          403,
+          'user-token-required',
+          'This route acts for a signed-in user; a client-credentials token cannot call it.',
+        );
+      }
+      return true;
+    }
     if (rule.roles) await this.checkRole(principal, rule.roles);
     return true;
   }
@@ -85,6 +97,7 @@ export class BearerAuthGuard implements CanActivate {
         problem: accessDeclarationProblem(this.reflector, targets),
         scopes,
         roles: this.reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
+        clientTokens: this.reflector.getAllAndOverride<boolean>(CLIENT_TOKENS_KEY, targets) === true,
       };
       rules.set(handler, rule);
     }

@@ -1,6 +1,18 @@
+/**
+ * The claim that marks a token a client obtained for itself, with no user (`gty`, as several servers name it):
+ * the resource server tells such a caller from a user by this claim, never by comparing identifiers.
+ */
+export const CLIENT_CREDENTIALS_CLAIM = { gty: 'client_credentials' } as const;
+
 /** The caller of a protected route, as the verified access token describes it. */
 export interface AuthPrincipal {
-  /** The user id (`sub`). */
+  /**
+   * `user`: a person signed in and the client acts for them (`sub` is the user id); `client`: a client obtained the
+   * token for itself with the client-credentials grant (`sub` is the client id). Only routes marked
+   * `@AcceptClientTokens()` let a `client` caller in.
+   */
+  kind: 'user' | 'client';
+  /** The user id, or the client id for a `client` caller. */
   sub: string;
   clientId: string;
   scope: string;

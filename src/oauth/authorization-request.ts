@@ -85,6 +85,10 @@ export class AuthorizationRequestValidator {
     }
     for (const name of AUTHORIZE_PARAMS) params[name] = raw[name] as string | undefined;
 
+    if (!client.grantTypes.includes('authorization_code')) {
+      return fail('unauthorized_client', 'This client is not allowed the authorization_code grant.');
+    }
+
     const responseType = params.response_type;
     if (!responseType) return fail('invalid_request', 'response_type is required.');
     if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
 import { CONTROL_CHARACTER } from '../common/text';
-import { Client } from './entities/client.entity';
+import { Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
@@ -14,6 +14,8 @@ export interface CreateClientInput {
   isPublic?: boolean;
   trusted?: boolean;
   scope?: string;
+  /** The grants it may use; the authorization-code grant with refresh tokens when omitted. */
+  grantTypes?: string[];
 }
 
 export interface ClientView {
@@ -22,6 +24,7 @@ export interface ClientView {
   name: string;
   redirect_uris: string[];
   scope: string;
+  grant_types: GrantType[];
   public: boolean;
   trusted: boolean;
 }
@@ -70,6 +73,24 @@ function checkedRedirectUris(uris: string[]): string[] {
   return [...new Set(uris)];
 }
 
+const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
+
+/** The grants a new client may use, checked against what it is (public or confidential). */
+function checkedGrantTypes(values: string[] | undefined, isPublic: boolean): GrantType[] {
+  if (!values?.length) return DEFAULT_GRANT_TYPES;
+  const unknown = values.filter((v) => !(GRANT_TYPES as readonly string[]).includes(v));
+  if (unknown.length) throw new InvalidClientInputError(`--grant must be one of: ${GRANT_TYPES.join(', ')} (not ${unknown.join(', ')})`);
+  const grants = GRANT_TYPES.filter((g) => values.includes(g));
+  if (grants.includes('refresh_token') && !grants.includes('authorization_code')) {
+    throw new InvalidClientInputError('--grant refresh_token needs --grant authorization_code (refresh tokens come from it)');
+  }
+  // A public client cannot keep a secret, so it cannot authenticate as itself (RFC 6749 4.4).
+  if (isPublic && grants.includes('client_credentials')) {
+    throw new InvalidClientInputError('--grant client_credentials is for confidential clients only (not with --public)');
+  }
+  return grants;
+}
+
 /** A space-separated subset of the defined scopes, without repeats. */
 function checkedScope(scope: string): string {
   const scopes = scope.split(' ').filter(Boolean);
@@ -88,8 +109,14 @@ export class ClientsService {
   async create(input: CreateClientInput): Promise<ClientView> {
     const name = input.name?.trim();
     if (!name || name.length > 100) throw new InvalidClientInputError('--name must be 1 to 100 characters');
-    const redirectUris = checkedRedirectUris(input.redirectUris);
+    const grantTypes = checkedGrantTypes(input.grantTypes, Boolean(input.isPublic));
+    // A client that only acts as itself never redirects anyone.
+    const redirectUris =
+      grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [];
     const scope = checkedScope(input.scope ?? allScopes().join(' '));
+    if (input.trusted && !grantTypes.includes('authorization_code')) {
+      throw new InvalidClientInputError('--trusted only skips the consent page, which needs --grant authorization_code');
+    }
     const secret = input.isPublic ? undefined : randomSecret(32);
     const client = this.clients.create({
       id: randomSecret(16),
@@ -97,6 +124,7 @@ export class ClientsService {
       name,
       redirectUris,
       scope,
+      grantTypes,
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
       createdAt: Date.now(),
@@ -129,6 +157,7 @@ export class ClientsService {
       name: client.name,
       redirect_uris: client.redirectUris,
       scope: client.scope,
+      grant_types: client.grantTypes,
       public: client.isPublic,
       trusted: client.trusted,
     };

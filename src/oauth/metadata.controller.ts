@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { NoQueryParams } from '../common/validation';
 import { Public } from '../auth/auth.decorators';
 import { allScopes } from '../auth/scopes';
+import { GRANT_TYPES } from './entities/client.entity';
 
 /** RFC 8414 authorization server metadata. */
 @Public()
@@ -27,7 +28,7 @@ export class MetadataController {
       scopes_supported: allScopes(),
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
+      grant_types_supported: [...GRANT_TYPES],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],

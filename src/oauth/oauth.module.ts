@@ -30,6 +30,7 @@ import { RefreshGrantService } from './refresh-grant.service';
 import { RevocationController } from './revocation.controller';
 import { SessionsService } from './sessions.service';
 import { TokenController } from './token.controller';
+import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
 
 const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
@@ -60,6 +61,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     TokenIssuer,
     CodeGrantService,
     RefreshGrantService,
+    ClientCredentialsGrantService,
     GrantRevocationService,
     IntrospectionService,
     oauthPagesProvider,

@@ -4,6 +4,7 @@ import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
 import { SqlRunner, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
+import { CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
 import { hashSecret, randomSecret } from './secrets';
 
@@ -19,7 +20,8 @@ export interface TokenResponse {
   access_token: string;
   token_type: 'Bearer';
   expires_in: number;
-  refresh_token: string;
+  /** Absent for the client-credentials grant (RFC 6749 4.4.3). */
+  refresh_token?: string;
   scope: string;
 }
 
@@ -28,6 +30,8 @@ export interface AccessTokenClaims {
   clientId: string;
   scope: string;
   grantId: string;
+  /** Set for a token a client obtained for itself (no user): `sub` is then the client id. */
+  clientCredentials?: boolean;
 }
 
 export interface RefreshTokenSecret {
@@ -60,7 +64,14 @@ export class TokenIssuer {
     const exp = iat + this.config.accessTokenTtl;
     const jti = randomUUID();
     const token = this.jwt.sign(
-      { client_id: claims.clientId, scope: claims.scope, gid: claims.grantId, iat, exp },
+      {
+        client_id: claims.clientId,
+        scope: claims.scope,
+        gid: claims.grantId,
+        ...(claims.clientCredentials ? CLIENT_CREDENTIALS_CLAIM : {}),
+        iat,
+        exp,
+      },
       {
         algorithm: 'RS256',
         privateKey: key.privateKey,

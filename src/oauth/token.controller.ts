@@ -4,13 +4,18 @@ import { ApiOAuthEndpoint } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
 import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import { CodeGrantService } from './code-grant.service';
-import type { Client } from './entities/client.entity';
+import { ClientCredentialsGrantService } from './client-credentials-grant.service';
+import { type Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { OAuthErrorFilter } from './oauth-error.filter';
 import { RefreshGrantService } from './refresh-grant.service';
 import type { TokenResponse } from './token-issuer.service';
 
-/** The token endpoint (RFC 6749 3.2): the authorization-code and refresh-token grants. */
+function allowed(client: Client, grant: GrantType): void {
+  if (!client.grantTypes.includes(grant)) throw new OAuthError('unauthorized_client', `This client is not allowed the ${grant} grant.`);
+}
+
+/** The token endpoint (RFC 6749 3.2): the authorization-code, refresh-token and client-credentials grants. */
 @Public()
 @Controller('token')
 @UseFilters(OAuthErrorFilter)
@@ -18,17 +23,22 @@ export class TokenController {
   constructor(
     private readonly codeGrant: CodeGrantService,
     private readonly refreshGrant: RefreshGrantService,
+    private readonly clientCredentials: ClientCredentialsGrantService,
   ) {}
 
   @Post()
   @ApiOAuthEndpoint({
     properties: {
-      grant_type: { type: 'string', enum: ['authorization_code', 'refresh_token'] },
+      grant_type: { type: 'string', enum: [...GRANT_TYPES] },
       code: { type: 'string', description: 'authorization_code' },
       redirect_uri: { type: 'string', description: 'authorization_code: as sent to /authorize, if it was' },
       code_verifier: { type: 'string', description: 'authorization_code: the PKCE verifier, if a challenge was sent' },
       refresh_token: { type: 'string', description: 'refresh_token' },
-      scope: { type: 'string', description: 'refresh_token: a subset of the grant (space-separated)' },
+      scope: {
+        type: 'string',
+        description:
+          "refresh_token: a subset of the grant; client_credentials: a subset of the client's scopes (all when omitted); space-separated",
+      },
       client_id: { type: 'string', description: 'client_secret_post and public clients' },
       client_secret: { type: 'string', description: 'client_secret_post' },
     },
@@ -37,12 +47,12 @@ export class TokenController {
       description: 'Tokens (RFC 6749 5.1); Cache-Control: no-store',
       schema: {
         type: 'object',
-        required: ['access_token', 'token_type', 'expires_in', 'refresh_token', 'scope'],
+        required: ['access_token', 'token_type', 'expires_in', 'scope'],
         properties: {
           access_token: { type: 'string', description: 'RFC 9068 JWT, RS256' },
           token_type: { type: 'string', enum: ['Bearer'] },
           expires_in: { type: 'integer' },
-          refresh_token: { type: 'string' },
+          refresh_token: { type: 'string', description: 'not for client_credentials' },
           scope: { type: 'string' },
         },
       },
@@ -61,11 +71,15 @@ export class TokenController {
       case '':
         throw new OAuthError('invalid_request', 'grant_type is required.');
       case 'authorization_code':
+        allowed(client, 'authorization_code');
         return this.codeGrant.exchange(client, { code: form.code, redirectUri: form.redirect_uri, codeVerifier: form.code_verifier });
       case 'refresh_token':
+        allowed(client, 'refresh_token');
         return this.refreshGrant.refresh(client, form.refresh_token, form.scope);
+      case 'client_credentials':
+        return this.clientCredentials.issue(client, form.scope);
       default:
-        throw new OAuthError('unsupported_grant_type', 'Supported: authorization_code, refresh_token.');
+        throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}.`);
     }
   }
 }

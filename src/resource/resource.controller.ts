@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse } from '@nestjs/swagger';
-import { AnyScope, Principal } from '../auth/auth.decorators';
+import { AcceptClientTokens, AnyScope, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import { NoQueryParams } from '../common/validation';
 
@@ -12,6 +12,7 @@ export interface ResourceResponse {
 export class ResourceController {
   @Get()
   @AnyScope()
+  @AcceptClientTokens()
   @ApiOkResponse({
     description: 'Who called: the token subject, its client and scopes',
     schema: {

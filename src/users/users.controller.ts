@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res }
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import { Principal, Roles, Scopes } from '../auth/auth.decorators';
+import { AcceptClientTokens, Principal, Roles, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -22,6 +22,7 @@ export class UsersController {
   @Get()
   @Scopes(UsersScope.read)
   @Roles('admin')
+  @AcceptClientTokens()
   @ApiOkResponse({ type: UserPageResponseDto })
   list(@Query() query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
     return this.users.list(query);

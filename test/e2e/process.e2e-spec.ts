@@ -326,6 +326,7 @@ describe('the built service', () => {
         name: 'Reporting',
         redirect_uris: ['https://reports.example.com/cb2'],
         scope: 'users:read orders:read',
+        grant_types: ['authorization_code', 'refresh_token'],
         public: false,
         trusted: false,
       });
@@ -340,6 +341,20 @@ describe('the built service', () => {
         expect(refused.output.trim().split('\n')).toHaveLength(1);
         expect(refused.output).toContain(message);
       }
+    });
+
+    it('registers a service client with --grant client_credentials (no redirect URI), and refuses it with --public', () => {
+      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', ...args]);
+      const created = cli('client:create', '--name', 'Nightly export', '--grant', 'client_credentials', '--scope', 'users:read');
+      expect(created.status, created.output).toBe(0);
+      const view = JSON.parse(created.output) as Record<string, unknown>;
+      expect(view).toMatchObject({ grant_types: ['client_credentials'], redirect_uris: [], scope: 'users:read', public: false });
+      expect(view.client_secret).toEqual(expect.any(String));
+
+      const refused = cli('client:create', '--name', 'Agent', '--public', '--grant', 'client_credentials');
+      expect(refused.status).toBe(1);
+      expect(refused.output.trim().split('\n')).toHaveLength(1);
+      expect(refused.output).toContain('error: --grant client_credentials is for confidential clients only');
     });
 
     it('rotates the signing key and publishes old and new keys', async () => {

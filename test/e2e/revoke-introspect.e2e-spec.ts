@@ -208,7 +208,8 @@ describe('POST /revoke and POST /introspect', () => {
         revocation_endpoint: `${issuer}/revoke`,
         introspection_endpoint: `${issuer}/introspect`,
         response_types_supported: ['code'],
-        grant_types_supported: ['authorization_code', 'refresh_token'],
+        // The contract lists two; the machine-clients issue (written later) adds client_credentials.
+        grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,

@@ -4,7 +4,7 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
+import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
 import { allScopes } from '../../src/auth/scopes';
 import { NoQueryParamsPipe } from '../../src/common/validation';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -20,6 +20,7 @@ interface Route {
   query: 'dto' | 'none' | undefined;
   anyScope: boolean;
   roles: string[] | undefined;
+  clientTokens: boolean;
 }
 
 /** The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI. */
@@ -70,6 +71,9 @@ const PROTOCOL_ROUTES = [
 
 /** The routes only an administrator may call (listing, creating and deleting users). */
 const ADMIN_ONLY = ['GET /users', 'POST /users', 'DELETE /users/:userId'];
+
+/** The routes a client-credentials token (no user) may call; every other protected route acts for a person. */
+const CLIENT_TOKEN_ROUTES = ['GET /api/resource', 'GET /users'];
 
 /** Reads a handler's `@Query()` parameter: a DTO class, or the pipe of `@NoQueryParams()`. */
 function queryDeclaration(controller: Type<unknown>, name: string): Route['query'] {
@@ -140,6 +144,7 @@ function discoverRoutes(t: TestApp): Route[] {
             query: queryDeclaration(controller, name),
             anyScope: reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true,
             roles: reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
+            clientTokens: reflector.getAllAndOverride<boolean>(CLIENT_TOKENS_KEY, targets) === true,
           });
         }
       }
@@ -228,6 +233,17 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
         .sort(),
     ).toEqual([...ADMIN_ONLY].sort());
     for (const route of routes.filter((r) => r.roles !== undefined)) expect(route.roles, key(route)).toEqual(['admin']);
+  });
+
+  it('lets client-credentials tokens into exactly the approved routes', () => {
+    expect(CLIENT_TOKENS_KEY).toBe('auth:clientTokens');
+    expect(
+      routes
+        .filter((r) => r.clientTokens)
+        .map(key)
+        .sort(),
+    ).toEqual([...CLIENT_TOKEN_ROUTES].sort());
+    for (const route of routes.filter((r) => r.clientTokens)) expect(route.isPublic, key(route)).toBe(false);
   });
 
   it('answers every protected route with 401 Bearer realm="api" when no token is sent', async () => {

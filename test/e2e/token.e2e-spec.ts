@@ -414,9 +414,10 @@ describe('POST /token', () => {
   });
 
   describe('grant_type', () => {
-    it('answers unsupported_grant_type to password, client_credentials and implicit', async () => {
+    it('answers unsupported_grant_type to password and implicit, and unauthorized_client to a grant this client may not use', async () => {
       const client = await registerClient(t, { trusted: true });
-      for (const grantType of ['password', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code']) {
+      expectOAuthError(await token(t, client, { grant_type: 'client_credentials' }), 400, 'unauthorized_client');
+      for (const grantType of ['password', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code', 'CLIENT_CREDENTIALS']) {
         expectOAuthError(await token(t, client, { grant_type: grantType }), 400, 'unsupported_grant_type');
       }
     });

@@ -8,6 +8,7 @@ interface ClientCreateOptions {
   public?: boolean;
   trusted?: boolean;
   scope?: string;
+  grant?: string[];
 }
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
@@ -25,6 +26,7 @@ export class ClientCreateCommand extends CommandRunner {
         isPublic: options.public,
         trusted: options.trusted,
         scope: options.scope,
+        grantTypes: options.grant,
       }),
     );
   }
@@ -47,6 +49,15 @@ export class ClientCreateCommand extends CommandRunner {
   @Option({ flags: '--trusted', description: 'skip the consent page' })
   trusted(): boolean {
     return true;
+  }
+
+  @Option({
+    flags: '--grant <type>',
+    description:
+      'a grant the client may use: authorization_code, refresh_token, client_credentials; may be given several times (default: authorization_code and refresh_token)',
+  })
+  grant(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
   }
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; every scope when omitted' })

@@ -1,6 +1,10 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
 
+/** The `grant_type` values of the token endpoint. */
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
 @Entity('clients')
 export class Client {
   @PrimaryColumn({ type: 'varchar', length: 64 })
@@ -25,6 +29,16 @@ export class Client {
 
   @Column({ type: 'boolean' })
   isPublic: boolean;
+
+  /**
+   * The grants this client may use at the token endpoint (`authorization_code` and `refresh_token` for people
+   * signing in, `client_credentials` for a service acting as itself).
+   */
+  @Column({
+    type: 'text',
+    transformer: { to: (v: GrantType[]) => v.join(' '), from: (v: string) => v.split(' ').filter(Boolean) as GrantType[] },
+  })
+  grantTypes: GrantType[];
 
   /** First-party: no consent screen. */
   @Column({ type: 'boolean' })
