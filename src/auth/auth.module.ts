@@ -8,6 +8,7 @@ import { AuthConfig } from './auth.config';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
 import { BearerStrategy } from './bearer.strategy';
+import { ProtectedResourceMetadataController } from './protected-resource-metadata.controller';
 import { RevokedGrant } from './revoked-grant.entity';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
@@ -15,11 +16,12 @@ import { RouteAccessCheck } from './route-access.check';
 /**
  * The resource server's side of OAuth, which every feature module relies on: the global bearer guard (deny by
  * default; `@Public()` opts out, `@Scopes()` declares what a route needs), local access-token verification and
- * the in-memory list of revoked grants. Feature modules need not import it: its decorators are plain functions
+ * the in-memory list of revoked grants, and the RFC 9728 metadata that tells a client where tokens come from. Feature modules need not import it: its decorators are plain functions
  * and the guard is global once the application imports this module.
  */
 @Module({
   imports: [AppConfigModule.forFeature(AuthConfig), DiscoveryModule, KeysModule, PassportModule, TypeOrmModule.forFeature([RevokedGrant])],
+  controllers: [ProtectedResourceMetadataController],
   providers: [
     RevokedGrantsService,
     AccessTokenVerifier,

@@ -1,5 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { AppConfig } from '../config/app-config';
 import { allowedMethods } from './allowed-methods';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
@@ -37,6 +38,12 @@ const BODY_PARSER_DETAIL: Record<string | number, string> = {
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
+  /** Added to every Bearer challenge (RFC 9728 5.1): a client meeting one finds the authorization server itself. */
+  private readonly resourceMetadata: string;
+
+  constructor(config: AppConfig) {
+    this.resourceMetadata = `resource_metadata="${config.resourceMetadataUrl}"`;
+  }
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
@@ -56,6 +63,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
       return;
     }
+    const challenge = headers['WWW-Authenticate'];
+    if (challenge?.startsWith('Bearer ')) headers['WWW-Authenticate'] = `${challenge}, ${this.resourceMetadata}`;
     sendProblem(res, problem(status, detail, instance, code, errors), headers);
   }
 
@@ -79,7 +88,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       return { status: 400, detail: exception.message, code: 'validation-error', headers, errors: exception.errors };
     }
     if (exception instanceof HttpProblemError) {
-      return { status: exception.status, detail: exception.message, code: exception.code, headers: exception.headers };
+      return { status: exception.status, detail: exception.message, code: exception.code, headers: { ...exception.headers } };
     }
     const definition = exception instanceof DomainError ? domainErrorDefinition(exception.code) : undefined;
     if (exception instanceof DomainError && definition) {

@@ -61,6 +61,12 @@ export class AppConfig {
   /** Seconds a client has to send the request headers (at most {@link requestTimeout}). */
   readonly headersTimeout: number;
 
+  /** Where the resource API's RFC 9728 metadata is served (the path), and its URL under the issuer. */
+  static readonly RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+  get resourceMetadataUrl(): string {
+    return `${this.issuer}${AppConfig.RESOURCE_METADATA_PATH}`;
+  }
+
   constructor(env: Env) {
     this.nodeEnv = env.NODE_ENV || 'development';
     this.production = this.nodeEnv === 'production';

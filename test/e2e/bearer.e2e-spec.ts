@@ -6,20 +6,21 @@ import { expectProblem } from '../support/problem';
 import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
 import { orderBody, profileOf } from '../support/factories';
 import {
-  NO_RATE_LIMITS,
   b64url,
   backChannel,
+  bearerChallenge,
   decodeJwt,
   genuineClaims,
   issueTokens,
+  NO_RATE_LIMITS,
   publishedJwks,
   signWithForeignKey,
   signWithServiceKey,
 } from '../support/oauth';
 
-const REALM = 'Bearer realm="api"';
-const INVALID_TOKEN = 'Bearer error="invalid_token"';
-const INVALID_REQUEST = 'Bearer error="invalid_request"';
+const REALM = 'realm="api"';
+const INVALID_TOKEN = 'error="invalid_token"';
+const INVALID_REQUEST = 'error="invalid_request"';
 
 describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
   let t: TestApp;
@@ -41,7 +42,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
   async function expectInvalidToken(token: string, path = ownPath()): Promise<void> {
     const res = await t.http().get(path).set('Authorization', `Bearer ${token}`);
     expectProblem(res, 401, path);
-    expect(res.headers['www-authenticate']).toBe(INVALID_TOKEN);
+    expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_TOKEN));
   }
 
   async function expectAccepted(token: string): Promise<void> {
@@ -65,20 +66,20 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       const path = template.replace('{self}', user.id).replace('{random}', randomUUID());
       const res = await t.http()[method.toLowerCase() as 'get'](path);
       expectProblem(res, 401, path);
-      expect(res.headers['www-authenticate']).toBe(REALM);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
     });
 
     it('treats another authentication scheme as no bearer credentials (401 realm="api")', async () => {
       const res = await t.http().get(ownPath()).set('Authorization', 'Basic dXNlcjpwYXNzd29yZA==');
       expectProblem(res, 401, ownPath());
-      expect(res.headers['www-authenticate']).toBe(REALM);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
     });
 
     it('ignores a token sent only in the query string (401 as if absent)', async () => {
       const token = await t.token(user.id);
       const res = await t.http().get(`${ownPath()}?access_token=${token}`);
       expectProblem(res, 401, ownPath());
-      expect(res.headers['www-authenticate']).toBe(REALM);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
     });
 
     it('ignores a token sent only in a form body (401 as if absent)', async () => {
@@ -90,7 +91,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
         .type('form')
         .send({ access_token: token, item: 'x', quantity: '1', unitPriceCents: '1', currency: 'EUR' });
       expectProblem(res, 401, path);
-      expect(res.headers['www-authenticate']).toBe(REALM);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
     });
   });
 
@@ -100,7 +101,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       async (header) => {
         const res = await t.http().get(ownPath()).set('Authorization', header);
         expectProblem(res, 400, ownPath());
-        expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_REQUEST));
       },
     );
 
@@ -108,7 +109,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       const token = await t.token(user.id);
       const res = await t.http().get(`${ownPath()}?access_token=${token}`).set('Authorization', `Bearer ${token}`);
       expectProblem(res, 400, ownPath());
-      expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_REQUEST));
     });
 
     it('answers a token sent in the header and in a form body with 400 invalid_request, and creates nothing', async () => {
@@ -121,7 +122,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
         .type('form')
         .send({ access_token: token, item: 'x', quantity: '1', unitPriceCents: '1', currency: 'EUR' });
       expectProblem(res, 400, path);
-      expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_REQUEST));
       const list = await t.http().get(path).set('Authorization', `Bearer ${token}`);
       expect(list.body.page.total).toBe(0);
     });
@@ -130,7 +131,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       const token = await t.token(user.id);
       const res = await t.http().get(`${ownPath()}?access_token=`).set('Authorization', `Bearer ${token}`);
       expectProblem(res, 400, ownPath());
-      expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_REQUEST));
     });
   });
 
@@ -159,7 +160,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       for (const header of ['Bearer a b', `Bearer ${token} extra`]) {
         const res = await t.http().get(ownPath()).set('Authorization', header);
         expectProblem(res, 400, ownPath());
-        expect(res.headers['www-authenticate']).toBe(INVALID_REQUEST);
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_REQUEST));
       }
     });
   });
@@ -297,7 +298,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
     it('rejects a bad token with 401 before looking at a malformed id (the token is checked first)', async () => {
       const res = await t.http().get('/users/not-a-uuid').set('Authorization', 'Bearer garbage');
       expectProblem(res, 401, '/users/not-a-uuid');
-      expect(res.headers['www-authenticate']).toBe(INVALID_TOKEN);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, INVALID_TOKEN));
     });
   });
 
@@ -313,7 +314,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       if (body) req = req.send(body);
       const res = await req;
       expectProblem(res, 403, path);
-      expect(res.headers['www-authenticate']).toBe(`Bearer error="insufficient_scope", scope="${scope}"`);
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, `error="insufficient_scope", scope="${scope}"`));
     }
 
     it("answers 403, not 404, for another user's record when the token lacks users:read", async () => {

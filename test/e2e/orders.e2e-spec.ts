@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { bearerChallenge } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scope } from '../../src/auth/scopes';
 import type { OrderResponseDto } from '../../src/orders/dto/order-response.dto';
@@ -161,7 +162,7 @@ describe('orders API', () => {
         .set(...auth(token))
         .send(orderBody());
       expectProblem(res, 403, `/users/${user.id}/orders`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="orders:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="orders:write"'));
       expect(await orderCount(user.id)).toBe(0);
     });
 
@@ -174,7 +175,7 @@ describe('orders API', () => {
         .set(...auth(token))
         .send(orderBody());
       expectProblem(res, 403, `/users/${user.id}/orders`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="orders:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="orders:write"'));
     });
   });
 
@@ -330,7 +331,7 @@ describe('orders API', () => {
         .get(`/users/${user.id}/orders`)
         .set(...auth(token));
       expectProblem(res, 403, `/users/${user.id}/orders`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="orders:read"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="orders:read"'));
     });
   });
 
@@ -531,7 +532,7 @@ describe('orders API', () => {
         .get(path)
         .set(...auth(token));
       expectProblem(res, 403, path);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="orders:read"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="orders:read"'));
     });
   });
 });

@@ -1,3 +1,4 @@
+import { bearerChallenge } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -33,7 +34,7 @@ describe('GET /api/resource', () => {
   it('answers 401 with a Bearer realm challenge when no credentials are sent', async () => {
     const res = await t.http().get('/api/resource');
     expect(res.status).toBe(401);
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"');
+    expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'realm="api"'));
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.body).toMatchObject({ status: 401, title: 'Unauthorized', instance: '/api/resource' });
   });

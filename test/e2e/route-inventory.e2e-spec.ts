@@ -3,6 +3,7 @@ import { RequestMethod, type Type } from '@nestjs/common';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { bearerChallenge } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
 import { allScopes } from '../../src/auth/scopes';
@@ -251,7 +252,8 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     for (const route of routes.filter((r) => !r.isPublic)) {
       const path = route.path.replace(/:[A-Za-z]+/g, () => randomUUID());
       const res = await t.http()[route.method.toLowerCase() as 'get'](path);
-      if (res.status !== 401 || res.headers['www-authenticate'] !== 'Bearer realm="api"') wrong.push(`${key(route)} -> ${res.status}`);
+      if (res.status !== 401 || res.headers['www-authenticate'] !== bearerChallenge(t, 'realm="api"'))
+        wrong.push(`${key(route)} -> ${res.status}`);
     }
     expect(wrong).toEqual([]);
   });

@@ -10,7 +10,7 @@ import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { ALL_SCOPES, type TestApp, TEST_PASSWORD, createTestApp } from '../support/test-app';
 import { orderBody, profileOf, uniqueEmail, userBody } from '../support/factories';
-import { Browser, NO_RATE_LIMITS, issueTokens, login } from '../support/oauth';
+import { bearerChallenge, Browser, issueTokens, login, NO_RATE_LIMITS } from '../support/oauth';
 
 const USER_KEYS = ['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -170,7 +170,7 @@ describe('users API', () => {
         .get('/users')
         .set(...auth(token));
       expectProblem(res, 403, '/users');
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:read"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="users:read"'));
     });
 
     it.each(['female', 'male', 'other'] as const)('filters by gender=%s in the list and in page.total', async (gender) => {
@@ -311,7 +311,7 @@ describe('users API', () => {
         .get(`/users/${user.id}`)
         .set(...auth(token));
       expectProblem(res, 403, `/users/${user.id}`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:read"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="users:read"'));
     });
   });
 
@@ -409,7 +409,7 @@ describe('users API', () => {
         .set(...auth(token))
         .send(userBody());
       expectProblem(res, 403, '/users');
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="users:write"'));
     });
   });
 
@@ -614,7 +614,7 @@ describe('users API', () => {
         .set(...auth(token))
         .send(profileOf(user));
       expectProblem(res, 403, `/users/${user.id}`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="users:write"'));
     });
   });
 
@@ -700,7 +700,7 @@ describe('users API', () => {
         .delete(`/users/${user.id}`)
         .set(...auth(token));
       expectProblem(res, 403, `/users/${user.id}`);
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="users:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="users:write"'));
     });
 
     it("deletes the user's orders, sessions, grants and refresh tokens", async () => {
@@ -771,7 +771,7 @@ describe('users API', () => {
           .get(path)
           .set(...auth(bearer));
         expectProblem(res, 401, path);
-        expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="invalid_token"'));
       }
     });
   });

@@ -316,3 +316,11 @@ export async function signWithForeignKey(claims: JWTPayload, kid: string): Promi
   const { privateKey } = await generateKeyPair('RS256', { modulusLength: 2048 });
   return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid }).sign(privateKey);
 }
+
+/**
+ * A Bearer challenge of the resource API as RFC 6750 3 and RFC 9728 5.1 want it: `params`, then the URL of the
+ * protected-resource metadata under the app's issuer.
+ */
+export function bearerChallenge(t: TestApp, params: string): string {
+  return `Bearer ${params}, resource_metadata="${t.config.issuer}/.well-known/oauth-protected-resource"`;
+}
