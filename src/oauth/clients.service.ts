@@ -16,6 +16,8 @@ export interface CreateClientInput {
   scope?: string;
   /** The grants it may use; the authorization-code grant with refresh tokens when omitted. */
   grantTypes?: string[];
+  /** Refresh rotation grace in seconds (0, the default: off). */
+  refreshGraceSeconds?: number;
 }
 
 export interface ClientView {
@@ -25,6 +27,7 @@ export interface ClientView {
   redirect_uris: string[];
   scope: string;
   grant_types: GrantType[];
+  refresh_grace_seconds: number;
   public: boolean;
   trusted: boolean;
 }
@@ -91,6 +94,18 @@ function checkedGrantTypes(values: string[] | undefined, isPublic: boolean): Gra
   return grants;
 }
 
+/** The longest rotation grace a client may have: enough to retry a lost response, short enough to stay a detector. */
+export const MAX_REFRESH_GRACE_SECONDS = 60;
+
+function checkedGrace(value: number | undefined, grantTypes: GrantType[]): number {
+  if (value === undefined || value === 0) return 0;
+  if (!Number.isInteger(value) || value < 0 || value > MAX_REFRESH_GRACE_SECONDS) {
+    throw new InvalidClientInputError(`--refresh-grace must be a whole number of seconds from 0 to ${MAX_REFRESH_GRACE_SECONDS}`);
+  }
+  if (!grantTypes.includes('refresh_token')) throw new InvalidClientInputError('--refresh-grace needs the refresh_token grant');
+  return value;
+}
+
 /** A space-separated subset of the defined scopes, without repeats. */
 function checkedScope(scope: string): string {
   const scopes = scope.split(' ').filter(Boolean);
@@ -125,6 +140,7 @@ export class ClientsService {
       redirectUris,
       scope,
       grantTypes,
+      refreshGraceSeconds: checkedGrace(input.refreshGraceSeconds, grantTypes),
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
       createdAt: Date.now(),
@@ -158,6 +174,7 @@ export class ClientsService {
       redirect_uris: client.redirectUris,
       scope: client.scope,
       grant_types: client.grantTypes,
+      refresh_grace_seconds: client.refreshGraceSeconds,
       public: client.isPublic,
       trusted: client.trusted,
     };

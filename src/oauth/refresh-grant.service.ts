@@ -3,17 +3,20 @@ import { SqlRunner, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
-import { hashSecret } from './secrets';
+import { hashSecret, openWith, sealFor } from './secrets';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 /** The refresh token with its grant's state, in one round trip. */
 const FIND_REFRESH_TOKEN = sql`
-  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at,
+  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at
   FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
-  UPDATE refresh_tokens SET rotated_at = :now WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
+  UPDATE refresh_tokens SET rotated_at = :now, successor_sealed = :sealed WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
+/** The rotation grace is used once: whoever clears the sealed successor first gets it. */
+const USE_GRACE = sql`
+  UPDATE refresh_tokens SET successor_sealed = NULL WHERE token_hash = :tokenHash AND successor_sealed IS NOT NULL`;
 /**
  * PostgreSQL, a refresh that keeps the grant's scope: rotation and the new refresh token in one statement (one
  * round trip), done only when the token is this client's, unrotated and live, and its grant is live. When it
@@ -21,7 +24,7 @@ const ROTATE_REFRESH_TOKEN = sql`
  */
 const ROTATE_AND_ISSUE = sql`
   WITH rotated AS (
-    UPDATE refresh_tokens r SET rotated_at = :now
+    UPDATE refresh_tokens r SET rotated_at = :now, successor_sealed = :sealed
     FROM grants g
     WHERE r.token_hash = :tokenHash AND r.client_id = :clientId AND r.rotated_at IS NULL AND r.expires_at > :now
       AND g.id = r.grant_id AND g.revoked_at IS NULL AND g.expires_at > :now
@@ -39,6 +42,7 @@ interface RefreshTokenRow {
   scope: string;
   expires_at: string | number;
   rotated_at: string | number | null;
+  successor_sealed: string | null;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
 }
@@ -51,7 +55,10 @@ function invalidGrant(description: string): OAuthError {
 
 /**
  * The refresh-token grant (RFC 6749 6) with rotation: every use returns a new refresh token, and presenting a
- * rotated one revokes the whole grant (RFC 9700 4.14.2).
+ * rotated one revokes the whole grant (RFC 9700 4.14.2) — unless the client has a rotation grace and this is the
+ * first time the just-rotated token comes back within it (a client that lost the response and retries): then the
+ * answer carries the same successor, sealed at rotation under the rotated token's own secret, and a new access
+ * token. A second return, a return after the grace, or one after the successor was itself used still revokes.
  */
 @Injectable()
 export class RefreshGrantService {
@@ -65,9 +72,11 @@ export class RefreshGrantService {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
     const now = Date.now();
+    const next = this.issuer.newRefreshToken();
+    const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (this.db.postgres && requestedScope === undefined) {
-      const next = this.issuer.newRefreshToken();
-      const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, { now, tokenHash, clientId: client.id, nextHash: next.hash });
+      const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed };
+      const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, params);
       if (rotated) {
         const expiresAt = epochMs(rotated.grant_expires_at);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt };
@@ -76,32 +85,68 @@ export class RefreshGrantService {
     }
     const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
-    if (row.rotated_at !== null) {
-      await this.lifecycle.revokeGrant(row.grant_id);
-      throw invalidGrant('The refresh token was already used; its grant is revoked.');
-    }
-    if (epochMs(row.expires_at) <= now) throw invalidGrant('The refresh token has expired.');
-    const grantExpiresAt = epochMs(row.grant_expires_at, true);
-    if (grantExpiresAt === null || row.grant_revoked_at !== null || grantExpiresAt <= now) {
-      throw invalidGrant('The grant is no longer valid.');
-    }
+    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, requestedScope, now);
+    const grantExpiresAt = liveGrantExpiry(row, now);
+    const scope = narrowed(row.scope, requestedScope);
 
-    let scope = row.scope;
-    if (requestedScope !== undefined) {
-      const granted = new Set(row.scope.split(' '));
-      const requested = requestedScope.split(' ').filter(Boolean);
-      if (requested.length === 0 || requested.some((s) => !granted.has(s))) {
-        throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope of the grant.');
-      }
-      scope = [...new Set(requested)].join(' ');
-    }
-
-    const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash });
+    const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash, sealed });
     if (!won.affected) {
-      await this.lifecycle.revokeGrant(row.grant_id);
-      throw invalidGrant('The refresh token was already used; its grant is revoked.');
+      // Another request rotated it in between: this one is a second presentation.
+      const again = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
+      return this.presentedAgain(client, again ?? row, presented, requestedScope, now);
     }
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt };
-    return this.issuer.issue(grant, scope, now, row.scope);
+    return this.issuer.issue(grant, scope, now, row.scope, next);
   }
+
+  /** A rotated refresh token presented again: its one successor within the client's grace, else the grant dies. */
+  private async presentedAgain(
+    client: Client,
+    row: RefreshTokenRow,
+    presented: string,
+    requestedScope: string | undefined,
+    now: number,
+  ): Promise<TokenResponse> {
+    const rotatedAt = epochMs(row.rotated_at, true);
+    const inGrace = row.successor_sealed !== null && rotatedAt !== null && now - rotatedAt <= client.refreshGraceSeconds * 1000;
+    const secret = inGrace ? openWith(presented, row.successor_sealed!) : undefined;
+    if (secret !== undefined) {
+      const hash = hashSecret(secret);
+      const successor = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash: hash });
+      // Rotated a moment ago by a concurrent request that has not stored the successor yet: nothing to give, nothing to revoke.
+      if (!successor) throw invalidGrant('The refresh token was just rotated; present its successor.');
+      if (successor.rotated_at === null && successor.client_id === client.id) {
+        const grantExpiresAt = liveGrantExpiry(successor, now);
+        const scope = narrowed(successor.scope, requestedScope);
+        const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented) });
+        if (used.affected) {
+          const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt };
+          return this.issuer.respond(grant, scope, { secret, hash });
+        }
+      }
+    }
+    await this.lifecycle.revokeGrant(row.grant_id);
+    throw invalidGrant('The refresh token was already used; its grant is revoked.');
+  }
+}
+
+/** The grant's expiry when the refresh token and its grant are live; else the refresh is refused. */
+function liveGrantExpiry(row: RefreshTokenRow, now: number): number {
+  if (epochMs(row.expires_at) <= now) throw invalidGrant('The refresh token has expired.');
+  const grantExpiresAt = epochMs(row.grant_expires_at, true);
+  if (grantExpiresAt === null || row.grant_revoked_at !== null || grantExpiresAt <= now) {
+    throw invalidGrant('The grant is no longer valid.');
+  }
+  return grantExpiresAt;
+}
+
+/** The access token's scope: the requested subset of the refresh token's, or all of it. */
+function narrowed(granted: string, requested: string | undefined): string {
+  if (requested === undefined) return granted;
+  const allowed = new Set(granted.split(' '));
+  const scopes = requested.split(' ').filter(Boolean);
+  if (scopes.length === 0 || scopes.some((s) => !allowed.has(s))) {
+    throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope of the grant.');
+  }
+  return [...new Set(scopes)].join(' ');
 }

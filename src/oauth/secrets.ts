@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A random, URL-safe secret of `bytes` bytes of entropy (codes, refresh tokens, session ids, client secrets). */
 export function randomSecret(bytes = 32): string {
@@ -25,3 +25,29 @@ export function s256(verifier: string): string {
 }
 
 export const PKCE_VALUE = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+/** The AES key only the holder of `secret` can derive (another input than {@link hashSecret}'s, so the stored hash is no key). */
+function sealingKey(secret: string): Buffer {
+  return createHash('sha256').update('seal:').update(secret).digest();
+}
+
+/** Seals `plaintext` so that only whoever presents `secret` can open it: AES-256-GCM, `<iv>.<ciphertext>.<tag>`. */
+export function sealFor(secret: string, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(secret), iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return [iv, ciphertext, cipher.getAuthTag()].map((part) => part.toString('base64url')).join('.');
+}
+
+/** What {@link sealFor} sealed with `secret`, or undefined when it does not open with it. */
+export function openWith(secret: string, sealed: string): string | undefined {
+  const [iv, ciphertext, tag] = sealed.split('.');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealingKey(secret), Buffer.from(iv, 'base64url')).setAuthTag(
+      Buffer.from(tag, 'base64url'),
+    );
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}

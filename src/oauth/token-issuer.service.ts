@@ -93,8 +93,7 @@ export class TokenIssuer {
   }
 
   /** Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). */
-  async issue(grant: GrantRef, scope: string, now: number, refreshScope = scope): Promise<TokenResponse> {
-    const refresh = this.newRefreshToken();
+  async issue(grant: GrantRef, scope: string, now: number, refreshScope = scope, refresh = this.newRefreshToken()): Promise<TokenResponse> {
     await this.db.run(INSERT_REFRESH_TOKEN, {
       tokenHash: refresh.hash,
       grantId: grant.id,

@@ -327,6 +327,7 @@ describe('the built service', () => {
         redirect_uris: ['https://reports.example.com/cb2'],
         scope: 'users:read orders:read',
         grant_types: ['authorization_code', 'refresh_token'],
+        refresh_grace_seconds: 0,
         public: false,
         trusted: false,
       });
@@ -343,9 +344,18 @@ describe('the built service', () => {
       }
     });
 
-    it('registers a service client with --grant client_credentials (no redirect URI), and refuses it with --public', () => {
+    it('registers a service client with --grant client_credentials (no redirect URI) and a client with --refresh-grace; refuses --public service clients and a malformed grace', () => {
       const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', ...args]);
       const created = cli('client:create', '--name', 'Nightly export', '--grant', 'client_credentials', '--scope', 'users:read');
+      const graceful = cli('client:create', '--name', 'Mobile', '--redirect-uri', 'https://m.example/cb', '--refresh-grace', '10');
+      expect(graceful.status, graceful.output).toBe(0);
+      expect(JSON.parse(graceful.output)).toMatchObject({
+        refresh_grace_seconds: 10,
+        grant_types: ['authorization_code', 'refresh_token'],
+      });
+      const badGrace = cli('client:create', '--name', 'Mobile', '--redirect-uri', 'https://m.example/cb', '--refresh-grace', '5s');
+      expect(badGrace.status).toBe(1);
+      expect(badGrace.output).toContain('error: --refresh-grace must be a whole number of seconds from 0 to 60');
       expect(created.status, created.output).toBe(0);
       const view = JSON.parse(created.output) as Record<string, unknown>;
       expect(view).toMatchObject({ grant_types: ['client_credentials'], redirect_uris: [], scope: 'users:read', public: false });

@@ -9,6 +9,7 @@ interface ClientCreateOptions {
   trusted?: boolean;
   scope?: string;
   grant?: string[];
+  refreshGrace?: number;
 }
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
@@ -27,6 +28,7 @@ export class ClientCreateCommand extends CommandRunner {
         trusted: options.trusted,
         scope: options.scope,
         grantTypes: options.grant,
+        refreshGraceSeconds: options.refreshGrace,
       }),
     );
   }
@@ -58,6 +60,15 @@ export class ClientCreateCommand extends CommandRunner {
   })
   grant(value: string, previous?: string[]): string[] {
     return collect(value, previous);
+  }
+
+  @Option({
+    flags: '--refresh-grace <seconds>',
+    description: 'seconds in which a just-rotated refresh token still returns its one successor (default 0: off; at most 60)',
+  })
+  refreshGrace(value: string): number {
+    // Anything but digits becomes NaN, which the service refuses with its own message.
+    return /^\d+$/.test(value) ? Number(value) : Number.NaN;
   }
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; every scope when omitted' })

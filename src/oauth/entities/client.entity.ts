@@ -40,6 +40,13 @@ export class Client {
   })
   grantTypes: GrantType[];
 
+  /**
+   * Seconds after a rotation in which presenting the rotated refresh token again returns the same successor
+   * instead of revoking the grant (for clients that lose a response to a network failure); 0: off.
+   */
+  @Column({ type: 'integer', default: 0 })
+  refreshGraceSeconds: number;
+
   /** First-party: no consent screen. */
   @Column({ type: 'boolean' })
   trusted: boolean;

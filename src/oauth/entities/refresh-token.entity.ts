@@ -27,4 +27,8 @@ export class RefreshToken {
   /** Set when the token was exchanged for a new one; presenting it again is reuse. */
   @EpochMsColumn({ nullable: true })
   rotatedAt: number | null;
+
+  /** With a client's rotation grace: the successor, sealed under this token's own secret (`sealFor` in secrets.ts). */
+  @Column({ type: 'text', nullable: true })
+  successorSealed: string | null;
 }
