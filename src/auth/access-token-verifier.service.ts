@@ -46,8 +46,12 @@ export class AccessTokenVerifier {
     return principal;
   }
 
-  /** Verifies a token without the cache or the revocation list (introspection adds its own checks). */
-  async verifySignatureAndClaims(token: string): Promise<AuthPrincipal> {
+  /**
+   * Verifies a token without the cache or the revocation list (introspection adds its own checks). With
+   * `anyAudience`, a token this server issued for another resource (RFC 8707) verifies too: the authorization
+   * server's own endpoints (revocation, introspection) serve every token it issued, the API only its own.
+   */
+  async verifySignatureAndClaims(token: string, options: { anyAudience?: boolean } = {}): Promise<AuthPrincipal> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(
@@ -61,7 +65,7 @@ export class AccessTokenVerifier {
           algorithms: ['RS256'],
           typ: 'at+jwt',
           issuer: this.config.issuer,
-          audience: this.config.audience,
+          audience: options.anyAudience ? undefined : this.config.audience,
           clockTolerance: CLOCK_SKEW_SECONDS,
           requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti'],
         },
@@ -71,7 +75,7 @@ export class AccessTokenVerifier {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty } = payload as JWTPayload & Record<string, unknown>;
+    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty, aud } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -87,6 +91,6 @@ export class AccessTokenVerifier {
     }
     const scopes = new Set(scope.split(' ').filter(Boolean));
     const kind = gty === CLIENT_CREDENTIALS_CLAIM.gty ? 'client' : 'user';
-    return { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp };
+    return { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] };
   }
 }

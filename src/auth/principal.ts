@@ -23,4 +23,6 @@ export interface AuthPrincipal {
   iat: number;
   /** Expiry, seconds since the epoch. */
   exp: number;
+  /** The resources it is for (RFC 8707): this API's `AUDIENCE` among them wherever the guard let it in. */
+  aud: string | string[];
 }

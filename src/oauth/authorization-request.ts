@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
+import { InvalidTargetError, ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE } from './secrets';
 
 export type RawParams = Record<string, unknown>;
@@ -16,6 +17,7 @@ export const AUTHORIZE_PARAMS = [
   'state',
   'code_challenge',
   'code_challenge_method',
+  'resource',
 ] as const;
 
 export type AuthorizationRequestResult =
@@ -30,6 +32,8 @@ export type AuthorizationRequestResult =
       /** As sent to /authorize (null when left out): the token request must repeat it. */
       sentRedirectUri: string | null;
       scope: string;
+      /** RFC 8707 resources named (empty: none, the API). */
+      resources: string[];
       state?: string;
       codeChallenge: string | null;
       params: Record<string, string | undefined>;
@@ -47,6 +51,7 @@ export class AuthorizationRequestValidator {
   constructor(
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
+    private readonly resources: ResourceIndicators,
   ) {}
 
   async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
@@ -81,9 +86,12 @@ export class AuthorizationRequestValidator {
 
     const params: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(raw)) {
+      // `resource` may be repeated (RFC 8707 2): the values are joined as one space-separated list.
+      if (name === 'resource' && Array.isArray(value) && value.every((v) => typeof v === 'string')) continue;
       if (value !== undefined && typeof value !== 'string') return fail('invalid_request', `${name} was sent more than once.`);
     }
     for (const name of AUTHORIZE_PARAMS) params[name] = raw[name] as string | undefined;
+    if (Array.isArray(raw.resource)) params.resource = (raw.resource as string[]).join(' ');
 
     if (!client.grantTypes.includes('authorization_code')) {
       return fail('unauthorized_client', 'This client is not allowed the authorization_code grant.');
@@ -100,6 +108,14 @@ export class AuthorizationRequestValidator {
       const bad = requested.filter((s) => !allowed.has(s));
       if (bad.length) return fail('invalid_scope', `Scope not allowed for this client: ${bad.join(' ')}`);
       scope = requested.join(' ');
+    }
+
+    let resources: string[];
+    try {
+      resources = this.resources.requested(client, params.resource);
+    } catch (error) {
+      if (error instanceof InvalidTargetError) return fail('invalid_target', error.message);
+      throw error;
     }
 
     const challenge = params.code_challenge;
@@ -120,6 +136,7 @@ export class AuthorizationRequestValidator {
       redirectUri,
       sentRedirectUri: sentRedirect ?? null,
       scope,
+      resources,
       state,
       codeChallenge: challenge ?? null,
       params,

@@ -74,6 +74,7 @@ export class AuthorizeController {
       client_id: { type: 'string' },
       redirect_uri: { type: 'string' },
       scope: { type: 'string' },
+      resource: { type: 'string', description: 'RFC 8707 resources of the request, space-separated' },
       state: { type: 'string' },
       code_challenge: { type: 'string' },
       code_challenge_method: { type: 'string' },
@@ -148,6 +149,7 @@ export class AuthorizeController {
     return {
       client: request.client,
       scope: request.scope,
+      resources: request.resources,
       redirectUri: request.sentRedirectUri,
       codeChallenge: request.codeChallenge,
     };

@@ -8,8 +8,8 @@ import { OAuthError } from './oauth-error';
 type OAuthRequest = Request & { oauthForm?: Record<string, string>; oauthClient?: Client };
 
 /**
- * Reads a form body: only `application/x-www-form-urlencoded`, no parameter twice (RFC 6749 3.2), no control
- * characters.
+ * Reads a form body: only `application/x-www-form-urlencoded`, no parameter twice (RFC 6749 3.2) but `resource`
+ * (RFC 8707), no control characters.
  */
 function formBody(req: Request): Record<string, string> {
   if (!req.is('application/x-www-form-urlencoded')) {
@@ -17,7 +17,9 @@ function formBody(req: Request): Record<string, string> {
   }
   const body = (req.body ?? {}) as Record<string, unknown>;
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(body)) {
+  for (const [name, raw] of Object.entries(body)) {
+    // `resource` may be repeated (RFC 8707 2): its values become one space-separated list, as scopes are.
+    const value = name === 'resource' && Array.isArray(raw) && raw.every((v) => typeof v === 'string') ? raw.join(' ') : raw;
     if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} was sent more than once.`);
     // No OAuth parameter holds one; PostgreSQL could not even store NUL.
     if (CONTROL_CHARACTER.test(name) || CONTROL_CHARACTER.test(value)) {

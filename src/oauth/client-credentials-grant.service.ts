@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
+import { ResourceIndicators } from './resource-indicators';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 /**
@@ -15,21 +16,24 @@ export class ClientCredentialsGrantService {
   constructor(
     private readonly issuer: TokenIssuer,
     private readonly config: AppConfig,
+    private readonly resources: ResourceIndicators,
   ) {}
 
-  issue(client: Client, requestedScope: string | undefined): TokenResponse {
+  issue(client: Client, requestedScope: string | undefined, resource?: string): TokenResponse {
     // A public client presents no secret: it has not authenticated as anyone (RFC 6749 4.4.2 requires it).
     if (client.isPublic) throw new OAuthError('invalid_client', 'A public client cannot use the client_credentials grant.');
     if (!client.grantTypes.includes('client_credentials')) {
       throw new OAuthError('unauthorized_client', 'This client is not allowed the client_credentials grant.');
     }
     const scope = grantedScope(client, requestedScope);
+    const audience = this.resources.audience(this.resources.atTokenEndpoint(client, resource));
     const access = this.issuer.mintAccessToken({
       sub: client.id,
       clientId: client.id,
       scope,
       grantId: randomUUID(),
       clientCredentials: true,
+      audience,
     });
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.config.accessTokenTtl, scope };
   }

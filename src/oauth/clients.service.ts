@@ -18,6 +18,8 @@ export interface CreateClientInput {
   grantTypes?: string[];
   /** Refresh rotation grace in seconds (0, the default: off). */
   refreshGraceSeconds?: number;
+  /** RFC 8707 resources besides the API (always allowed) that it may ask tokens for. */
+  resources?: string[];
 }
 
 export interface ClientView {
@@ -28,6 +30,7 @@ export interface ClientView {
   scope: string;
   grant_types: GrantType[];
   refresh_grace_seconds: number;
+  resources: string[];
   public: boolean;
   trusted: boolean;
 }
@@ -106,6 +109,22 @@ function checkedGrace(value: number | undefined, grantTypes: GrantType[]): numbe
   return value;
 }
 
+/** Absolute URIs without a fragment (RFC 8707 2), without repeats. */
+function checkedResources(values: string[] | undefined): string[] {
+  for (const value of values ?? []) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(value);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || value.includes('#') || /\s/.test(value)) {
+      throw new InvalidClientInputError(`--resource "${value}" must be an absolute URI without a fragment`);
+    }
+  }
+  return [...new Set(values ?? [])];
+}
+
 /** A space-separated subset of the defined scopes, without repeats. */
 function checkedScope(scope: string): string {
   const scopes = scope.split(' ').filter(Boolean);
@@ -141,6 +160,7 @@ export class ClientsService {
       scope,
       grantTypes,
       refreshGraceSeconds: checkedGrace(input.refreshGraceSeconds, grantTypes),
+      resources: checkedResources(input.resources),
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
       createdAt: Date.now(),
@@ -175,6 +195,7 @@ export class ClientsService {
       scope: client.scope,
       grant_types: client.grantTypes,
       refresh_grace_seconds: client.refreshGraceSeconds,
+      resources: client.resources,
       public: client.isPublic,
       trusted: client.trusted,
     };

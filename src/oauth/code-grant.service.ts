@@ -6,6 +6,7 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
 import { SessionsService } from './sessions.service';
 import { OAuthError } from './oauth-error';
+import { ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
 import { type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
 
@@ -13,6 +14,8 @@ export interface IssueCodeInput {
   client: Client;
   userId: string;
   scope: string;
+  /** RFC 8707 resources the request named (empty: none). */
+  resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
 }
@@ -21,6 +24,8 @@ export interface CodeExchangeInput {
   code?: string;
   redirectUri?: string;
   codeVerifier?: string;
+  /** RFC 8707 `resource` values (space-separated) for this access token. */
+  resource?: string;
 }
 
 function invalidGrant(description: string): OAuthError {
@@ -28,8 +33,8 @@ function invalidGrant(description: string): OAuthError {
 }
 
 const GRANT_INSERT = `
-  INSERT INTO grants (id, user_id, client_id, scope, created_at, expires_at, revoked_at)
-  VALUES (:grantId, :userId, :clientId, :scope, :now, :grantExpiresAt, NULL)`;
+  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at)
+  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL)`;
 const CODE_INSERT = `
   INSERT INTO authorization_codes
     (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
@@ -48,8 +53,8 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
   live AS (
     SELECT user_id FROM session WHERE expires_at > :now),
   grant_row AS (
-    INSERT INTO grants (id, user_id, client_id, scope, created_at, expires_at, revoked_at)
-    SELECT :grantId, user_id, :clientId, :scope, CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL FROM live
+    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at)
+    SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL FROM live
     RETURNING user_id),
   code_row AS (
     INSERT INTO authorization_codes
@@ -69,7 +74,8 @@ const CONSUME_CODE = new Statement(`
   WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
   RETURNING ${CONSUMED_COLUMNS},
     (SELECT g.revoked_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_revoked_at,
-    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at`);
+    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at,
+    (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources`);
 /**
  * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
  * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
@@ -81,7 +87,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
     RETURNING ${CONSUMED_COLUMNS}),
   code AS (
-    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at
+    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources
     FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
@@ -102,6 +108,7 @@ interface ConsumedCode {
   expires_at: string | number;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
+  grant_resources: string | null;
   /** PostgreSQL: whether the statement stored the new refresh token. */
   issued?: boolean;
 }
@@ -120,6 +127,7 @@ export class CodeGrantService {
     private readonly issuer: TokenIssuer,
     private readonly config: OAuthConfig,
     private readonly sessions: SessionsService,
+    private readonly resources: ResourceIndicators,
   ) {}
 
   /** Starts a grant and returns its authorization code (shown once; stored as a hash). */
@@ -160,6 +168,7 @@ export class CodeGrantService {
       userId,
       clientId: input.client.id,
       scope: input.scope,
+      resources: ResourceIndicators.stored(input.resources),
       redirectUri: input.redirectUri,
       codeChallenge: input.codeChallenge,
       now,
@@ -218,7 +227,10 @@ export class CodeGrantService {
     } else if (input.codeVerifier !== undefined) {
       throw new OAuthError('invalid_request', 'code_verifier was sent for a code issued without a code challenge.');
     }
-    const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt };
+    // The code is spent: a resource outside the authorization is refused, and the refresh token the statement
+    // may have stored is never handed out (nobody holds its secret).
+    const audience = this.resources.audience(this.resources.forToken(client, input.resource, row.grant_resources));
+    const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
     // The checks above are the statement's conditions: a refresh token is stored exactly when they pass.
     if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
     return this.issuer.issue(grant, row.scope, now);

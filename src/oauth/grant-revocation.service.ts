@@ -43,7 +43,7 @@ export class GrantRevocationService {
       if (refresh.clientId === client.id) await this.revokeGrant(refresh.grantId);
       return;
     }
-    const access = await this.accessTokens.verifySignatureAndClaims(token).catch(() => undefined);
+    const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
     if (access && access.clientId === client.id) await this.revokeGrant(access.grantId);
   }
 

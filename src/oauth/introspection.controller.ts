@@ -36,7 +36,7 @@ export class IntrospectionController {
           exp: { type: 'integer' },
           iat: { type: 'integer' },
           iss: { type: 'string' },
-          aud: { type: 'string' },
+          aud: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'the resources the token is for' },
           token_type: { type: 'string', enum: ['Bearer', 'refresh_token'] },
         },
       },

@@ -19,7 +19,7 @@ export type Introspection =
       exp: number;
       iat: number;
       iss: string;
-      aud: string;
+      aud: string | string[];
       token_type: 'Bearer' | 'refresh_token';
     };
 
@@ -52,7 +52,7 @@ export class IntrospectionService {
         token_type: 'refresh_token',
       };
     }
-    const access = await this.accessTokens.verifySignatureAndClaims(token).catch(() => undefined);
+    const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
     if (!access || access.clientId !== client.id || access.exp * 1000 <= now) return { active: false };
     if (this.revoked.isRevoked(access.grantId)) return { active: false };
     // A client-credentials token has no stored grant: the revoked list alone decides.
@@ -65,7 +65,7 @@ export class IntrospectionService {
       exp: access.exp,
       iat: access.iat,
       iss: this.config.issuer,
-      aud: this.config.audience,
+      aud: access.aud,
       token_type: 'Bearer',
     };
   }

@@ -1,5 +1,12 @@
 export type OAuthErrorCode =
-  'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope';
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  /** RFC 8707 2: a `resource` that is not a valid target for this client or grant. */
+  | 'invalid_target';
 
 /**
  * RFC 6749 (4.1.2.1, 5.2): an error_description may only hold %x20-21 / %x23-5B / %x5D-7E. Descriptions can echo

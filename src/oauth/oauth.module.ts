@@ -30,6 +30,7 @@ import { RefreshGrantService } from './refresh-grant.service';
 import { RevocationController } from './revocation.controller';
 import { SessionsService } from './sessions.service';
 import { TokenController } from './token.controller';
+import { ResourceIndicators } from './resource-indicators';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
 
@@ -58,6 +59,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     SessionsService,
     ConsentService,
     AuthorizationRequestValidator,
+    ResourceIndicators,
     TokenIssuer,
     CodeGrantService,
     RefreshGrantService,

@@ -3,13 +3,14 @@ import { SqlRunner, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
+import { ResourceIndicators } from './resource-indicators';
 import { hashSecret, openWith, sealFor } from './secrets';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 /** The refresh token with its grant's state, in one round trip. */
 const FIND_REFRESH_TOKEN = sql`
   SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed,
-    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at
+    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources
   FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
@@ -28,7 +29,7 @@ const ROTATE_AND_ISSUE = sql`
     FROM grants g
     WHERE r.token_hash = :tokenHash AND r.client_id = :clientId AND r.rotated_at IS NULL AND r.expires_at > :now
       AND g.id = r.grant_id AND g.revoked_at IS NULL AND g.expires_at > :now
-    RETURNING r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at),
+    RETURNING r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
     SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM rotated
@@ -45,9 +46,10 @@ interface RefreshTokenRow {
   successor_sealed: string | null;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
+  grant_resources: string | null;
 }
 
-type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope'> & { grant_expires_at: string | number };
+type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'grant_resources'> & { grant_expires_at: string | number };
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
@@ -66,36 +68,44 @@ export class RefreshGrantService {
     private readonly db: SqlRunner,
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
+    private readonly resources: ResourceIndicators,
   ) {}
 
-  async refresh(client: Client, presented: string | undefined, requestedScope: string | undefined): Promise<TokenResponse> {
+  async refresh(
+    client: Client,
+    presented: string | undefined,
+    requestedScope: string | undefined,
+    resource?: string,
+  ): Promise<TokenResponse> {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
     const now = Date.now();
     const next = this.issuer.newRefreshToken();
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
-    if (this.db.postgres && requestedScope === undefined) {
+    if (this.db.postgres && requestedScope === undefined && resource === undefined) {
       const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed };
       const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, params);
       if (rotated) {
         const expiresAt = epochMs(rotated.grant_expires_at);
-        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt };
+        const audience = this.resources.audience(this.resources.forToken(client, undefined, rotated.grant_resources));
+        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience };
         return this.issuer.respond(grant, rotated.scope, next);
       }
     }
     const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
-    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, requestedScope, now);
+    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource }, now);
     const grantExpiresAt = liveGrantExpiry(row, now);
     const scope = narrowed(row.scope, requestedScope);
+    const audience = this.resources.audience(this.resources.forToken(client, resource, row.grant_resources));
 
     const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash, sealed });
     if (!won.affected) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
-      return this.presentedAgain(client, again ?? row, presented, requestedScope, now);
+      return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, now);
     }
-    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt };
+    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience };
     return this.issuer.issue(grant, scope, now, row.scope, next);
   }
 
@@ -104,7 +114,7 @@ export class RefreshGrantService {
     client: Client,
     row: RefreshTokenRow,
     presented: string,
-    requestedScope: string | undefined,
+    requested: { requestedScope: string | undefined; resource: string | undefined },
     now: number,
   ): Promise<TokenResponse> {
     const rotatedAt = epochMs(row.rotated_at, true);
@@ -117,10 +127,11 @@ export class RefreshGrantService {
       if (!successor) throw invalidGrant('The refresh token was just rotated; present its successor.');
       if (successor.rotated_at === null && successor.client_id === client.id) {
         const grantExpiresAt = liveGrantExpiry(successor, now);
-        const scope = narrowed(successor.scope, requestedScope);
+        const scope = narrowed(successor.scope, requested.requestedScope);
+        const audience = this.resources.audience(this.resources.forToken(client, requested.resource, successor.grant_resources));
         const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented) });
         if (used.affected) {
-          const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt };
+          const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
           return this.issuer.respond(grant, scope, { secret, hash });
         }
       }

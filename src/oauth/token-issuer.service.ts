@@ -12,8 +12,8 @@ const INSERT_REFRESH_TOKEN = sql`
   INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
 
-/** What issuing needs of a grant. */
-export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'>;
+/** What issuing needs of a grant, and the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent). */
+export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'> & { audience?: string | string[] };
 
 /** The success body of the token endpoint (RFC 6749 5.1). */
 export interface TokenResponse {
@@ -32,6 +32,8 @@ export interface AccessTokenClaims {
   grantId: string;
   /** Set for a token a client obtained for itself (no user): `sub` is then the client id. */
   clientCredentials?: boolean;
+  /** The resources it is for (RFC 8707); the API (`AUDIENCE`) when absent. */
+  audience?: string | string[];
 }
 
 export interface RefreshTokenSecret {
@@ -79,7 +81,7 @@ export class TokenIssuer {
         header: { alg: 'RS256', typ: 'at+jwt', kid: key.kid },
         issuer: this.config.issuer,
         subject: claims.sub,
-        audience: this.config.audience,
+        audience: claims.audience ?? this.config.audience,
         jwtid: jti,
       },
     );
@@ -109,7 +111,13 @@ export class TokenIssuer {
 
   /** The token response for a refresh token already stored (by {@link issue}, or by the caller's own statement). */
   respond(grant: GrantRef, scope: string, refresh: RefreshTokenSecret): TokenResponse {
-    const access = this.mintAccessToken({ sub: grant.userId, clientId: grant.clientId, scope, grantId: grant.id });
+    const access = this.mintAccessToken({
+      sub: grant.userId,
+      clientId: grant.clientId,
+      scope,
+      grantId: grant.id,
+      audience: grant.audience,
+    });
     return {
       access_token: access.token,
       token_type: 'Bearer',

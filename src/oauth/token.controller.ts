@@ -39,6 +39,12 @@ export class TokenController {
         description:
           "refresh_token: a subset of the grant; client_credentials: a subset of the client's scopes (all when omitted); space-separated",
       },
+      resource: {
+        type: 'array',
+        items: { type: 'string', format: 'uri' },
+        description:
+          'RFC 8707: the resources the access token is for (repeatable); its aud. Default: those of the authorization, else the API',
+      },
       client_id: { type: 'string', description: 'client_secret_post and public clients' },
       client_secret: { type: 'string', description: 'client_secret_post' },
     },
@@ -72,12 +78,17 @@ export class TokenController {
         throw new OAuthError('invalid_request', 'grant_type is required.');
       case 'authorization_code':
         allowed(client, 'authorization_code');
-        return this.codeGrant.exchange(client, { code: form.code, redirectUri: form.redirect_uri, codeVerifier: form.code_verifier });
+        return this.codeGrant.exchange(client, {
+          code: form.code,
+          redirectUri: form.redirect_uri,
+          codeVerifier: form.code_verifier,
+          resource: form.resource,
+        });
       case 'refresh_token':
         allowed(client, 'refresh_token');
-        return this.refreshGrant.refresh(client, form.refresh_token, form.scope);
+        return this.refreshGrant.refresh(client, form.refresh_token, form.scope, form.resource);
       case 'client_credentials':
-        return this.clientCredentials.issue(client, form.scope);
+        return this.clientCredentials.issue(client, form.scope, form.resource);
       default:
         throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}.`);
     }

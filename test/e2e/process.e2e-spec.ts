@@ -328,6 +328,7 @@ describe('the built service', () => {
         scope: 'users:read orders:read',
         grant_types: ['authorization_code', 'refresh_token'],
         refresh_grace_seconds: 0,
+        resources: [],
         public: false,
         trusted: false,
       });

@@ -10,6 +10,7 @@ interface ClientCreateOptions {
   scope?: string;
   grant?: string[];
   refreshGrace?: number;
+  resource?: string[];
 }
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
@@ -29,6 +30,7 @@ export class ClientCreateCommand extends CommandRunner {
         scope: options.scope,
         grantTypes: options.grant,
         refreshGraceSeconds: options.refreshGrace,
+        resources: options.resource,
       }),
     );
   }
@@ -69,6 +71,14 @@ export class ClientCreateCommand extends CommandRunner {
   refreshGrace(value: string): number {
     // Anything but digits becomes NaN, which the service refuses with its own message.
     return /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  }
+
+  @Option({
+    flags: '--resource <uri>',
+    description: 'a resource (RFC 8707) besides this API the client may ask tokens for; may be given several times',
+  })
+  resource(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
   }
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; every scope when omitted' })

@@ -47,6 +47,16 @@ export class Client {
   @Column({ type: 'integer', default: 0 })
   refreshGraceSeconds: number;
 
+  /**
+   * The resources (RFC 8707 `resource` values) besides this service's API (`AUDIENCE`, always allowed) that the
+   * client may ask tokens for.
+   */
+  @Column({
+    type: 'text',
+    transformer: { to: (v: string[]) => v.join(' '), from: (v: string) => v.split(' ').filter(Boolean) },
+  })
+  resources: string[];
+
   /** First-party: no consent screen. */
   @Column({ type: 'boolean' })
   trusted: boolean;

@@ -16,6 +16,10 @@ export class Grant {
   @Column({ type: 'text' })
   scope: string;
 
+  /** The resources (RFC 8707) the authorization request named, space-separated; null: none (the API itself). */
+  @Column({ type: 'text', nullable: true })
+  resources: string | null;
+
   @EpochMsColumn()
   createdAt: number;
 
