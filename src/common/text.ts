@@ -8,3 +8,9 @@ export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 export const UNPRINTABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/**
+ * A UTF-16 surrogate without its pair: a JSON body may spell one (`"\ud83d"`), but it is no character, cannot be
+ * encoded in UTF-8, and makes some validators throw (validator's `isEmail` runs `encodeURI` on it).
+ */
+export const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -2,7 +2,7 @@ import { type ArgumentMetadata, Injectable, type PipeTransform, Query, Validatio
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, Max, Min, ValidateBy, ValidateIf, type ValidationError } from 'class-validator';
 import { type FieldError, ValidationFailedError } from './domain-error';
-import { CONTROL_CHARACTER, UNPRINTABLE } from './text';
+import { CONTROL_CHARACTER, UNPAIRED_SURROGATE, UNPRINTABLE } from './text';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -31,6 +31,8 @@ function refusedFields(value: unknown, prefix = '', depth = 0, out: FieldError[]
     if (PROTOTYPE_KEYS.includes(key)) out.push({ field, message: `${field} is not an allowed field` });
     else if (typeof child === 'string' && UNPRINTABLE.test(child)) {
       out.push({ field, message: `${field} must not contain control characters` });
+    } else if (typeof child === 'string' && UNPAIRED_SURROGATE.test(child)) {
+      out.push({ field, message: `${field} must be valid Unicode text (it holds an unpaired surrogate)` });
     } else refusedFields(child, field, depth + 1, out);
   }
   return out;
@@ -39,7 +41,8 @@ function refusedFields(value: unknown, prefix = '', depth = 0, out: FieldError[]
 /**
  * Reports `__proto__` / `constructor` / `prototype` keys as unknown fields (with every other bad field), where the
  * stock pipe would strip them silently and accept the request, and strings with control characters (see
- * {@link UNPRINTABLE}) in any field, declared or not, so that no module's DTO has to remember them.
+ * {@link UNPRINTABLE}) or unpaired surrogates in any field, declared or not, so that no module's DTO has to
+ * remember them.
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
@@ -48,9 +51,12 @@ class StrictValidationPipe extends ValidationPipe {
     try {
       await super.transform(value, metadata);
     } catch (error) {
-      if (!(error instanceof ValidationFailedError)) throw error;
-      const reported = new Set(errors.map((e) => e.field));
-      errors.push(...error.errors.filter((e) => !reported.has(e.field)));
+      // The DTO's rules add what else is wrong; one that cannot even run on the refused value (validator's isEmail
+      // throws on an unpaired surrogate) adds nothing: the request is refused for the fields named already.
+      if (error instanceof ValidationFailedError) {
+        const reported = new Set(errors.map((e) => e.field));
+        errors.push(...error.errors.filter((e) => !reported.has(e.field)));
+      }
     }
     throw new ValidationFailedError(errors);
   }

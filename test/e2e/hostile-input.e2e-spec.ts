@@ -117,6 +117,28 @@ describe('hostile input', () => {
       }
     });
 
+    it('POST /users with an unpaired surrogate (JSON "\\ud83d") in email or name: 400 naming the field, not a 500', async () => {
+      const lone = { email: '\\ud83d', name: 'Ann\\udc00' };
+      const json = JSON.stringify(userBody({}))
+        .replace(/"email":"[^"]*"/, `"email":"${lone.email}"`)
+        .replace(/"name":"[^"]*"/, `"name":"${lone.name}"`);
+      const res = await t
+        .http()
+        .post('/users')
+        .set(...bearer(adminToken))
+        .set('Content-Type', 'application/json')
+        .send(json);
+      const errors = expectValidationProblem(res, '/users', ['email', 'name']);
+      expect(errors.email).toMatch(/unpaired surrogate/);
+      // A proper pair (an emoji) is text like any other.
+      const ok = await t
+        .http()
+        .post('/users')
+        .set(...bearer(adminToken))
+        .send(userBody({ name: 'Ann \ud83d\ude00' }));
+      expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    });
+
     it('an undeclared field with a NUL is named once', async () => {
       const res = await t
         .http()
