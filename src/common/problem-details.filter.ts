@@ -63,6 +63,12 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
       return;
     }
+    if (status === 400 && (req.path === '/register' || req.path.startsWith('/register/'))) {
+      // RFC 7591 3.2.2: a body the parsers or the field checks refuse is invalid client metadata.
+      res.status(400).setHeader('Cache-Control', 'no-store');
+      res.json({ error: 'invalid_client_metadata', error_description: detail });
+      return;
+    }
     const challenge = headers['WWW-Authenticate'];
     if (challenge?.startsWith('Bearer ')) headers['WWW-Authenticate'] = `${challenge}, ${this.resourceMetadata}`;
     sendProblem(res, problem(status, detail, instance, code, errors), headers);

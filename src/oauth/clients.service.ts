@@ -20,6 +20,10 @@ export interface CreateClientInput {
   refreshGraceSeconds?: number;
   /** RFC 8707 resources besides the API (always allowed) that it may ask tokens for. */
   resources?: string[];
+  /** Dynamic registration: the hash of the registration access token (such a client is never trusted). */
+  registrationTokenHash?: string;
+  /** A confidential client's one authentication method; either when omitted. */
+  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
 }
 
 export interface ClientView {
@@ -148,6 +152,7 @@ export class ClientsService {
     const redirectUris =
       grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [];
     const scope = checkedScope(input.scope ?? allScopes().join(' '));
+    if (input.trusted && input.registrationTokenHash) throw new InvalidClientInputError('a registered client is never trusted');
     if (input.trusted && !grantTypes.includes('authorization_code')) {
       throw new InvalidClientInputError('--trusted only skips the consent page, which needs --grant authorization_code');
     }
@@ -163,6 +168,8 @@ export class ClientsService {
       resources: checkedResources(input.resources),
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
+      registrationTokenHash: input.registrationTokenHash ?? null,
+      tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
       createdAt: Date.now(),
     });
     await this.clients.insert(client);
@@ -185,6 +192,37 @@ export class ClientsService {
     await this.clients.update({ id: client.id }, { scope: client.scope, redirectUris: client.redirectUris });
     this.cache.delete(client.id);
     return ClientsService.view(client);
+  }
+
+  /**
+   * Replaces what a dynamically registered client registered (RFC 7592 2.2): its name, redirect URIs, scopes and
+   * grants, checked as at creation. Whether it is public does not change.
+   */
+  async replaceRegistration(
+    clientId: string,
+    input: Pick<CreateClientInput, 'name' | 'redirectUris' | 'scope' | 'grantTypes'>,
+  ): Promise<Client> {
+    const found = await this.find(clientId);
+    if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    const name = input.name?.trim();
+    if (!name || name.length > 100) throw new InvalidClientInputError('client_name must be 1 to 100 characters');
+    const grantTypes = checkedGrantTypes(input.grantTypes, found.isPublic);
+    const changes = {
+      name,
+      grantTypes,
+      redirectUris: grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [],
+      scope: checkedScope(input.scope ?? allScopes().join(' ')),
+      refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
+    };
+    await this.clients.update({ id: clientId }, changes);
+    this.cache.delete(clientId);
+    return { ...found, ...changes };
+  }
+
+  /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */
+  async remove(clientId: string): Promise<void> {
+    await this.clients.delete({ id: clientId });
+    this.cache.delete(clientId);
   }
 
   static view(client: Client): ClientView {
@@ -252,6 +290,10 @@ export class ClientsService {
     }
     if (secret === undefined || !client.secretHash || !safeEqual(client.secretHash, hashSecret(secret))) {
       throw new OAuthError('invalid_client', 'Client authentication failed.', usedBasic);
+    }
+    const method = usedBasic ? 'client_secret_basic' : 'client_secret_post';
+    if (client.tokenEndpointAuthMethod !== null && client.tokenEndpointAuthMethod !== method) {
+      throw new OAuthError('invalid_client', `This client authenticates with ${client.tokenEndpointAuthMethod}.`, usedBasic);
     }
     return client;
   }

@@ -5,6 +5,7 @@ import { NoQueryParams } from '../common/validation';
 import { Public } from '../auth/auth.decorators';
 import { allScopes } from '../auth/scopes';
 import { GRANT_TYPES } from './entities/client.entity';
+import { RegistrationService } from './registration.service';
 
 /** RFC 8414 authorization server metadata. */
 @Public()
@@ -12,7 +13,10 @@ import { GRANT_TYPES } from './entities/client.entity';
 @ApiProblems(400)
 @Controller('.well-known')
 export class MetadataController {
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly registration: RegistrationService,
+  ) {}
 
   @Get('oauth-authorization-server')
   @Header('Cache-Control', 'public, max-age=300')
@@ -25,6 +29,7 @@ export class MetadataController {
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       revocation_endpoint: `${issuer}/revoke`,
       introspection_endpoint: `${issuer}/introspect`,
+      ...(this.registration.enabled ? { registration_endpoint: `${issuer}/register` } : {}),
       scopes_supported: allScopes(),
       response_types_supported: ['code'],
       response_modes_supported: ['query'],

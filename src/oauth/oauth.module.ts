@@ -30,6 +30,9 @@ import { RefreshGrantService } from './refresh-grant.service';
 import { RevocationController } from './revocation.controller';
 import { SessionsService } from './sessions.service';
 import { TokenController } from './token.controller';
+import { RegistrationController } from './registration.controller';
+import { RegistrationConfig } from './registration.config';
+import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
@@ -46,12 +49,21 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
   imports: [
     TypeOrmModule.forFeature([Client, Session, AuthorizationCode, Grant, RefreshToken, Consent]),
     oauthConfig,
+    AppConfigModule.forFeature(RegistrationConfig),
     JwtModule.register({}),
     AuthModule,
     KeysModule,
     UsersModule,
   ],
-  controllers: [MetadataController, AuthorizeController, LoginController, TokenController, RevocationController, IntrospectionController],
+  controllers: [
+    MetadataController,
+    AuthorizeController,
+    LoginController,
+    TokenController,
+    RevocationController,
+    IntrospectionController,
+    RegistrationController,
+  ],
   providers: [
     SqlRunner,
     ClientsService,
@@ -66,6 +78,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ClientCredentialsGrantService,
     GrantRevocationService,
     IntrospectionService,
+    RegistrationService,
     oauthPagesProvider,
   ],
   exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],

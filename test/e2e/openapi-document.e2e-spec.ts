@@ -5,7 +5,7 @@ import { type TestApp, createTestApp } from '../support/test-app';
 interface Operation {
   requestBody?: { content: Record<string, { schema: { $ref?: string; properties?: Record<string, unknown> } }> };
   responses: Record<string, unknown>;
-  parameters?: { name: string; in: string; schema?: { format?: string; maximum?: number } }[];
+  parameters?: { name: string; in: string; schema?: { format?: string; maximum?: number; maxLength?: number } }[];
 }
 interface Document {
   paths: Record<string, Record<string, Operation>>;
@@ -58,7 +58,7 @@ describe('GET /docs/openapi.json tells the truth', () => {
         .filter(([, o]) => '201' in o.responses)
         .map(([method]) => `${method} ${path}`),
     );
-    expect(created.sort()).toEqual(['post /users', 'post /users/{userId}/orders']);
+    expect(created.sort()).toEqual(['post /register', 'post /users', 'post /users/{userId}/orders']);
     expect(statuses('get', '/api/resource')).toContain('200');
   });
 
@@ -66,7 +66,9 @@ describe('GET /docs/openapi.json tells the truth', () => {
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, o] of Object.entries(ops)) {
         for (const p of o.parameters ?? []) {
-          if (p.in === 'path') expect(p.schema?.format, `${method} ${path} ${p.name}`).toBe('uuid');
+          // Client ids are the one kind of id that is not a UUID (random base64url, at most 64 characters).
+          if (p.in === 'path' && p.name === 'clientId') expect(p.schema?.maxLength, `${method} ${path} ${p.name}`).toBe(64);
+          else if (p.in === 'path') expect(p.schema?.format, `${method} ${path} ${p.name}`).toBe('uuid');
           if (p.name === 'offset') expect(p.schema?.maximum, `${method} ${path} offset`).toBe(1_000_000_000);
         }
         const ref = o.requestBody?.content['application/json']?.schema.$ref;

@@ -24,12 +24,17 @@ interface Route {
   clientTokens: boolean;
 }
 
-/** The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI. */
+/**
+ * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/register*` (dynamic
+ * registration, which takes its own tokens), `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's
+ * redirect URI.
+ */
 const PUBLIC_PATTERNS = [
   /^\/authorize(\/.*)?$/,
   /^\/token$/,
   /^\/revoke$/,
   /^\/introspect$/,
+  /^\/register(\/:clientId)?$/,
   /^\/login$/,
   /^\/logout$/,
   /^\/\.well-known\/.+$/,
@@ -68,6 +73,11 @@ const PROTOCOL_ROUTES = [
   'POST /login',
   'POST /logout',
   'GET /demo/callback',
+  // RFC 7591/7592: protocol endpoints, which ignore parameters they do not know.
+  'POST /register',
+  'GET /register/:clientId',
+  'PUT /register/:clientId',
+  'DELETE /register/:clientId',
 ];
 
 /** The routes only an administrator may call (listing, creating and deleting users). */

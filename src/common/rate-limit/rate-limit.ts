@@ -6,7 +6,7 @@ import type { RateLimitConfig } from './rate-limit.config';
 import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
-export type RateLimitBucket = 'login' | 'token';
+export type RateLimitBucket = 'login' | 'token' | 'register';
 const BUCKET_KEY = 'rate-limit:bucket';
 const WINDOW_MS = 60_000;
 
@@ -23,7 +23,7 @@ function clientOf(req: Request): string {
   return `ip:${req.ip}`;
 }
 
-/** POST /login: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
+/** POST /login and client registration: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
 export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOptions {
   return {
     setHeaders: false,
@@ -34,6 +34,13 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         limit: config.rateLimitLogin,
         ttl: WINDOW_MS,
         skipIf: (ctx) => bucketOf(ctx) !== 'login',
+        getTracker: (req) => `ip:${(req as Request).ip}`,
+      },
+      {
+        name: 'register',
+        limit: config.rateLimitRegister,
+        ttl: WINDOW_MS,
+        skipIf: (ctx) => bucketOf(ctx) !== 'register',
         getTracker: (req) => `ip:${(req as Request).ip}`,
       },
       {

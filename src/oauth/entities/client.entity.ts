@@ -57,6 +57,17 @@ export class Client {
   })
   resources: string[];
 
+  /** Registered dynamically (RFC 7591): the hash of its registration access token (RFC 7592); else null. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  registrationTokenHash: string | null;
+
+  /**
+   * The one client authentication method it registered (RFC 7591 `token_endpoint_auth_method`:
+   * `client_secret_basic` or `client_secret_post`); null: a confidential client may use either.
+   */
+  @Column({ type: 'varchar', length: 32, nullable: true })
+  tokenEndpointAuthMethod: string | null;
+
   /** First-party: no consent screen. */
   @Column({ type: 'boolean' })
   trusted: boolean;
