@@ -1,4 +1,5 @@
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { ApiQuery } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
@@ -24,6 +25,36 @@ export class AuthorizeController {
   ) {}
 
   @Get()
+  @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
+  @ApiQuery({ name: 'client_id', required: true, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'redirect_uri',
+    required: false,
+    schema: { type: 'string', format: 'uri' },
+    description: 'required when the client has several',
+  })
+  @ApiQuery({
+    name: 'scope',
+    required: false,
+    schema: { type: 'string' },
+    description: "space-separated; the client's scopes when omitted",
+  })
+  @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'code_challenge',
+    required: false,
+    schema: { type: 'string' },
+    description: 'PKCE (RFC 7636), required for public clients',
+  })
+  @ApiQuery({ name: 'code_challenge_method', required: false, schema: { type: 'string', enum: ['S256'] } })
+  @ApiQuery({
+    name: 'resource',
+    required: false,
+    schema: { type: 'array', items: { type: 'string', format: 'uri' } },
+    style: 'form',
+    explode: true,
+    description: 'RFC 8707 resource indicators (repeatable): the aud of the tokens; the API when omitted',
+  })
   @ApiRedirect(
     302,
     'With a live session and consent: to redirect_uri with code and state (or error and state); without a session: to /login',
