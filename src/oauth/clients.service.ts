@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
+import type { Page } from '../common/pagination';
 import { CONTROL_CHARACTER } from '../common/text';
 import { Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
@@ -217,6 +218,23 @@ export class ClientsService {
     await this.clients.update({ id: clientId }, changes);
     this.cache.delete(clientId);
     return { ...found, ...changes };
+  }
+
+  /** A page of the registered clients, oldest first (ties by id), as the admin API shows them. */
+  async list(limit: number, offset: number): Promise<Page<ClientView>> {
+    const [rows, total] = await this.clients.findAndCount({ order: { createdAt: 'ASC', id: 'ASC' }, take: limit, skip: offset });
+    return { data: rows.map((client) => ClientsService.view(client)), page: { limit, offset, total } };
+  }
+
+  /** A new secret for a confidential client, shown once; the old one stops working at once on this instance. */
+  async rotateSecret(clientId: string): Promise<ClientView> {
+    const client = await this.find(clientId);
+    if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    if (client.isPublic) throw new InvalidClientInputError('a public client has no secret');
+    const secret = randomSecret(32);
+    await this.clients.update({ id: clientId }, { secretHash: hashSecret(secret) });
+    this.cache.delete(clientId);
+    return { ...ClientsService.view(client), client_secret: secret };
   }
 
   /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */

@@ -47,6 +47,12 @@ export class GrantRevocationService {
     if (access && access.clientId === client.id) await this.revokeGrant(access.grantId);
   }
 
+  /** Before a client is deleted (which deletes its grants), their access tokens are put on the revoked list. */
+  async revokeClientGrants(clientId: string): Promise<void> {
+    const rows = await this.grants.find({ where: { clientId }, select: { id: true } });
+    await this.revoked.revoke(rows.map((row) => row.id));
+  }
+
   /** Before a user is deleted (which deletes its grants), its access tokens are put on the revoked list. */
   @OnEvent(USER_DELETING, { promisify: true, suppressErrors: false })
   async onUserDeleting(event: UserDeletingEvent): Promise<void> {

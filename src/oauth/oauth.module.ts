@@ -31,6 +31,7 @@ import { RevocationController } from './revocation.controller';
 import { SessionsService } from './sessions.service';
 import { TokenController } from './token.controller';
 import { RegistrationController } from './registration.controller';
+import { AdminClientsController } from './admin-clients.controller';
 import { RegistrationConfig } from './registration.config';
 import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
@@ -63,6 +64,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     RevocationController,
     IntrospectionController,
     RegistrationController,
+    AdminClientsController,
   ],
   providers: [
     SqlRunner,

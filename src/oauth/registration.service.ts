@@ -1,13 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
-import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { allScopes, isScope } from '../auth/scopes';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../common/text';
 import { AppConfig } from '../config/app-config';
 import { ClientsService, InvalidClientInputError } from './clients.service';
 import { type Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
-import { Grant } from './entities/grant.entity';
+import { GrantRevocationService } from './grant-revocation.service';
 import { RegistrationConfig } from './registration.config';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
 
@@ -97,8 +94,7 @@ export class RegistrationService {
     private readonly clients: ClientsService,
     private readonly config: RegistrationConfig,
     private readonly app: AppConfig,
-    @InjectRepository(Grant) private readonly grants: Repository<Grant>,
-    private readonly revoked: RevokedGrantsService,
+    private readonly lifecycle: GrantRevocationService,
   ) {}
 
   get enabled(): boolean {
@@ -166,8 +162,7 @@ export class RegistrationService {
   /** RFC 7592 2.3: the client and everything it was granted go; its access tokens stop within REVOCATION_SYNC_SECONDS. */
   async remove(clientId: string, bearer: string | undefined): Promise<void> {
     await this.registered(clientId, bearer);
-    const grants = await this.grants.find({ where: { clientId }, select: { id: true } });
-    await this.revoked.revoke(grants.map((g) => g.id));
+    await this.lifecycle.revokeClientGrants(clientId);
     await this.clients.remove(clientId);
   }
 

@@ -80,8 +80,18 @@ const PROTOCOL_ROUTES = [
   'DELETE /register/:clientId',
 ];
 
-/** The routes only an administrator may call (listing, creating and deleting users). */
-const ADMIN_ONLY = ['GET /users', 'POST /users', 'DELETE /users/:userId'];
+/** The routes only an administrator may call (listing, creating and deleting users; the admin API for clients). */
+const ADMIN_ONLY = [
+  'GET /users',
+  'POST /users',
+  'DELETE /users/:userId',
+  'GET /admin/clients',
+  'GET /admin/clients/:clientId',
+  'POST /admin/clients',
+  'PUT /admin/clients/:clientId',
+  'POST /admin/clients/:clientId/secret',
+  'DELETE /admin/clients/:clientId',
+];
 
 /** The routes a client-credentials token (no user) may call; every other protected route acts for a person. */
 const CLIENT_TOKEN_ROUTES = ['GET /api/resource', 'GET /users'];
@@ -110,6 +120,12 @@ const RESOURCE_SCOPES: Record<string, string[] | 'any valid token'> = {
   'GET /users/:userId/orders': ['orders:read'],
   'GET /users/:userId/orders/:orderId': ['orders:read'],
   'POST /users/:userId/orders': ['orders:write'],
+  'GET /admin/clients': ['clients:admin'],
+  'GET /admin/clients/:clientId': ['clients:admin'],
+  'POST /admin/clients': ['clients:admin'],
+  'PUT /admin/clients/:clientId': ['clients:admin'],
+  'POST /admin/clients/:clientId/secret': ['clients:admin'],
+  'DELETE /admin/clients/:clientId': ['clients:admin'],
 };
 
 function joinPath(...parts: string[]): string {

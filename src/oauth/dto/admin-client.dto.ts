@@ -1,0 +1,71 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
+import { OptionalField, SingleLine } from '../../common/validation';
+import { GRANT_TYPES, type GrantType } from '../entities/client.entity';
+import { MAX_REFRESH_GRACE_SECONDS } from '../clients.service';
+
+/** POST /admin/clients: what `client:create` takes, as JSON. */
+export class CreateClientDto {
+  @ApiProperty({ example: 'Reporting', minLength: 1, maxLength: 100 })
+  @IsString({ message: 'name must be a string' })
+  @Length(1, 100, { message: 'name must be 1 to 100 characters' })
+  @SingleLine('name')
+  name: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'], description: 'required for authorization_code' })
+  @OptionalField()
+  @IsArray({ message: 'redirect_uris must be an array of URIs' })
+  @ArrayMaxSize(20, { message: 'redirect_uris holds at most 20 URIs' })
+  @IsString({ each: true, message: 'redirect_uris must be an array of URIs' })
+  redirect_uris?: string[];
+
+  @ApiPropertyOptional({ example: false, default: false, description: 'a public client (PKCE, no secret)' })
+  @OptionalField()
+  @IsBoolean({ message: 'public must be true or false' })
+  public?: boolean;
+
+  @ApiPropertyOptional({ example: false, default: false, description: 'skips the consent page' })
+  @OptionalField()
+  @IsBoolean({ message: 'trusted must be true or false' })
+  trusted?: boolean;
+
+  @ApiPropertyOptional({ example: 'users:read orders:read', description: 'space-separated; every scope when omitted' })
+  @OptionalField()
+  @IsString({ message: 'scope must be a space-separated string' })
+  scope?: string;
+
+  @ApiPropertyOptional({ enum: GRANT_TYPES, isArray: true, example: ['authorization_code', 'refresh_token'] })
+  @OptionalField()
+  @IsArray({ message: `grant_types must be an array of: ${GRANT_TYPES.join(', ')}` })
+  @IsIn(GRANT_TYPES as unknown as string[], { each: true, message: `grant_types must be an array of: ${GRANT_TYPES.join(', ')}` })
+  grant_types?: GrantType[];
+
+  @ApiPropertyOptional({ example: 0, minimum: 0, maximum: MAX_REFRESH_GRACE_SECONDS, default: 0 })
+  @OptionalField()
+  @IsInt({ message: `refresh_grace_seconds must be an integer from 0 to ${MAX_REFRESH_GRACE_SECONDS}` })
+  @Min(0, { message: `refresh_grace_seconds must be an integer from 0 to ${MAX_REFRESH_GRACE_SECONDS}` })
+  @Max(MAX_REFRESH_GRACE_SECONDS, { message: `refresh_grace_seconds must be an integer from 0 to ${MAX_REFRESH_GRACE_SECONDS}` })
+  refresh_grace_seconds?: number;
+
+  @ApiPropertyOptional({ type: [String], example: ['https://billing.example.com/api'], description: 'RFC 8707 resources besides this API' })
+  @OptionalField()
+  @IsArray({ message: 'resources must be an array of URIs' })
+  @ArrayMaxSize(20, { message: 'resources holds at most 20 URIs' })
+  @IsString({ each: true, message: 'resources must be an array of URIs' })
+  resources?: string[];
+}
+
+/** PUT /admin/clients/{clientId}: the allowed scopes and/or the redirect URIs, each replacing the old list. */
+export class UpdateClientDto {
+  @ApiPropertyOptional({ example: 'users:read orders:read', description: 'space-separated' })
+  @OptionalField()
+  @IsString({ message: 'scope must be a space-separated string' })
+  scope?: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'] })
+  @OptionalField()
+  @IsArray({ message: 'redirect_uris must be an array of URIs' })
+  @ArrayMaxSize(20, { message: 'redirect_uris holds at most 20 URIs' })
+  @IsString({ each: true, message: 'redirect_uris must be an array of URIs' })
+  redirect_uris?: string[];
+}

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_RATE_LIMITS, expectOAuthError, issueTokens, resourceStatus, token } from '../support/oauth';
+import { expectProblem, expectValidationProblem } from '../support/problem';
+import { type TestApp, bearer, createTestApp } from '../support/test-app';
+
+describe('admin API for clients (/admin/clients, clients:admin + admin role)', () => {
+  let t: TestApp;
+  let adminToken: string;
+
+  beforeAll(async () => {
+    t = await createTestApp(NO_RATE_LIMITS);
+    const admin = await t.createUser({ role: 'admin' });
+    adminToken = await t.token(admin.id, ['clients:admin']);
+  });
+  afterAll(() => t.close());
+
+  const as = (accessToken: string) => ({
+    get: (path: string) =>
+      t
+        .http()
+        .get(path)
+        .set(...bearer(accessToken)),
+    post: (path: string, body?: object) =>
+      t
+        .http()
+        .post(path)
+        .set(...bearer(accessToken))
+        .send(body),
+    put: (path: string, body: object) =>
+      t
+        .http()
+        .put(path)
+        .set(...bearer(accessToken))
+        .send(body),
+    delete: (path: string) =>
+      t
+        .http()
+        .delete(path)
+        .set(...bearer(accessToken)),
+  });
+  const admin = () => as(adminToken);
+
+  it('creates a confidential client: 201, Location, the secret once, the settings as given', async () => {
+    const res = await admin().post('/admin/clients', {
+      name: 'Reporting',
+      redirect_uris: ['https://reports.example.com/cb'],
+      scope: 'users:read orders:read',
+      refresh_grace_seconds: 5,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.headers.location).toBe(`/admin/clients/${res.body.client_id}`);
+    expect(res.body).toEqual({
+      client_id: expect.any(String),
+      client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      name: 'Reporting',
+      redirect_uris: ['https://reports.example.com/cb'],
+      scope: 'users:read orders:read',
+      grant_types: ['authorization_code', 'refresh_token'],
+      refresh_grace_seconds: 5,
+      resources: [],
+      public: false,
+      trusted: false,
+    });
+    const read = await admin().get(res.headers.location);
+    expect(read.status).toBe(200);
+    expect(read.body.client_secret).toBeUndefined();
+    expect(read.body.name).toBe('Reporting');
+  });
+
+  it('lists clients paged, oldest first', async () => {
+    const first = await admin().get('/admin/clients?limit=1&offset=0');
+    expect(first.status).toBe(200);
+    expect(first.body.page).toEqual({ limit: 1, offset: 0, total: expect.any(Number) });
+    expect(first.body.data).toHaveLength(1);
+    expect(first.body.data[0].client_secret).toBeUndefined();
+  });
+
+  it('refuses bad input with a 400 naming the fields, and combinations the service refuses with invalid-client-settings', async () => {
+    const bad = await admin().post('/admin/clients', {
+      name: '',
+      redirect_uris: 'https://x',
+      public: 'yes',
+      grant_types: ['password'],
+      refresh_grace_seconds: 61,
+      extra: 1,
+    });
+    expectValidationProblem(bad, '/admin/clients', ['name', 'redirect_uris', 'public', 'grant_types', 'refresh_grace_seconds', 'extra']);
+    const combination = await admin().post('/admin/clients', { name: 'X', public: true, grant_types: ['client_credentials'] });
+    expectProblem(combination, 400, '/admin/clients');
+    expect(combination.body.type).toBe('urn:problem-type:invalid-client-settings');
+    expect(combination.body.detail).toContain('grant client_credentials is for confidential clients only');
+    const badUri = await admin().post('/admin/clients', { name: 'X', redirect_uris: ['not a uri'] });
+    expectProblem(badUri, 400, '/admin/clients');
+    expect(badUri.body.detail).toContain('redirect_uri');
+  });
+
+  it('changes scopes and redirect URIs (PUT); an unknown client is 404', async () => {
+    const created = (await admin().post('/admin/clients', { name: 'App', redirect_uris: ['https://app.example.com/cb'] })).body;
+    const res = await admin().put(`/admin/clients/${created.client_id}`, {
+      scope: 'orders:read',
+      redirect_uris: ['https://app.example.com/cb2'],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ scope: 'orders:read', redirect_uris: ['https://app.example.com/cb2'] });
+    expectProblem(await admin().put('/admin/clients/no-such-client', { scope: 'orders:read' }), 404, '/admin/clients/no-such-client');
+    expectProblem(await admin().get('/admin/clients/no-such-client'), 404, '/admin/clients/no-such-client');
+  });
+
+  it('rotates a secret: the new one works, the old one is refused', async () => {
+    const created = (await admin().post('/admin/clients', { name: 'Batch', grant_types: ['client_credentials'], scope: 'users:read' }))
+      .body;
+    const rotated = await admin().post(`/admin/clients/${created.client_id}/secret`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.client_secret).not.toBe(created.client_secret);
+    expectOAuthError(await token(t, created, { grant_type: 'client_credentials' }), 401, 'invalid_client');
+    expect((await token(t, { ...created, client_secret: rotated.body.client_secret }, { grant_type: 'client_credentials' })).status).toBe(
+      200,
+    );
+    const publicClient = (
+      await admin().post('/admin/clients', { name: 'SPA', public: true, redirect_uris: ['https://spa.example.com/cb'] })
+    ).body;
+    expectProblem(
+      await admin().post(`/admin/clients/${publicClient.client_id}/secret`),
+      400,
+      `/admin/clients/${publicClient.client_id}/secret`,
+    );
+  });
+
+  it('deletes a client (204): its tokens stop working, and it is gone', async () => {
+    const created = (await admin().post('/admin/clients', { name: 'Doomed', redirect_uris: ['https://client.example/cb'], trusted: true }))
+      .body;
+    const { access, refresh } = await issueTokens(t, { client: created });
+    expect(await resourceStatus(t, access)).toBe(200);
+    expect((await admin().delete(`/admin/clients/${created.client_id}`)).status).toBe(204);
+    expect(await resourceStatus(t, access)).toBe(401);
+    expectOAuthError(await token(t, created, { grant_type: 'refresh_token', refresh_token: refresh }), 401, 'invalid_client');
+    expectProblem(await admin().get(`/admin/clients/${created.client_id}`), 404, `/admin/clients/${created.client_id}`);
+  });
+
+  it('refuses a non-admin even with clients:admin (403 role-required), and an admin without the scope (403 insufficient_scope)', async () => {
+    const user = await t.createUser();
+    const userRes = await as(await t.token(user.id, ['clients:admin'])).post('/admin/clients', {
+      name: 'Mine',
+      redirect_uris: ['https://x.example/cb'],
+    });
+    expectProblem(userRes, 403, '/admin/clients');
+    expect(userRes.body.type).toBe('urn:problem-type:role-required');
+    const adminUser = await t.createUser({ role: 'admin' });
+    const noScope = await as(await t.token(adminUser.id, ['users:read'])).get('/admin/clients');
+    expectProblem(noScope, 403, '/admin/clients');
+    expect(noScope.body.type).toBe('urn:problem-type:insufficient-scope');
+    expectProblem(await t.http().get('/admin/clients'), 401, '/admin/clients');
+  });
+
+  it('refuses a client-credentials token, whatever its scopes', async () => {
+    const service = (await admin().post('/admin/clients', { name: 'Robot', grant_types: ['client_credentials'], scope: 'clients:admin' }))
+      .body;
+    const robot = (await token(t, service, { grant_type: 'client_credentials' })).body.access_token as string;
+    const res = await as(robot).get('/admin/clients');
+    expectProblem(res, 403, '/admin/clients');
+    expect(res.body.type).toBe('urn:problem-type:user-token-required');
+  });
+});
