@@ -34,13 +34,14 @@ export class AccessTokenVerifier {
     const now = Date.now();
     const cached = this.cache.get(token);
     if (cached && cached.validUntilMs > now) {
-      if (this.revocations.isRevoked(cached.principal.grantId)) throw new InvalidAccessTokenError('the grant was revoked');
+      if (this.revocations.isRevoked(cached.principal.grantId, cached.principal.iat))
+        throw new InvalidAccessTokenError('the grant was revoked');
       return cached.principal;
     }
     if (cached) this.cache.delete(token);
 
     const principal = await this.verifySignatureAndClaims(token);
-    if (this.revocations.isRevoked(principal.grantId)) throw new InvalidAccessTokenError('the grant was revoked');
+    if (this.revocations.isRevoked(principal.grantId, principal.iat)) throw new InvalidAccessTokenError('the grant was revoked');
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(token, { principal, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
     return principal;

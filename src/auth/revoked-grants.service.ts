@@ -10,10 +10,19 @@ import { RevokedGrant } from './revoked-grant.entity';
  * The ids of revoked grants whose access tokens may still be unexpired, held in memory and refreshed from the
  * database every REVOCATION_SYNC_SECONDS, so that the resource server rejects them without a query per request.
  */
+/** The `gid` of a client's client-credentials tokens is this prefix and the client id. */
+export const CLIENT_CREDENTIALS_GRANT_PREFIX = 'cc:';
+
+interface Revocation {
+  at: number;
+  until: number;
+}
+
 @Injectable()
 export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RevokedGrantsService.name);
-  private revoked = new Map<string, number>();
+  /** Grant id -> when it was revoked and until when its access tokens could still be unexpired (epoch ms). */
+  private revoked = new Map<string, Revocation>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -32,9 +41,15 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     if (this.timer) clearInterval(this.timer);
   }
 
-  isRevoked(grantId: string): boolean {
-    const until = this.revoked.get(grantId);
-    return until !== undefined && until > Date.now();
+  /**
+   * Whether an access token of `grantId` issued at `issuedAt` (seconds) is revoked. A revoked grant's tokens all
+   * are, whenever issued (one still in flight on another instance included). A client's client-credentials
+   * "grant" ({@link CLIENT_CREDENTIALS_GRANT_PREFIX}) lives on: only its tokens issued up to the revocation are.
+   */
+  isRevoked(grantId: string, issuedAt: number): boolean {
+    const revocation = this.revoked.get(grantId);
+    if (revocation === undefined || revocation.until <= Date.now()) return false;
+    return !grantId.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) || issuedAt * 1000 <= revocation.at;
   }
 
   /** Records grants as revoked (in the caller's transaction when one is given) and applies it here at once. */
@@ -43,22 +58,29 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     const now = Date.now();
     const expiresAt = now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
     const repo = manager ? manager.getRepository(RevokedGrant) : this.repo;
+    // Revoked again (a client's client-credentials tokens): the later time counts.
     await repo
       .createQueryBuilder()
       .insert()
       .values(grantIds.map((grantId) => ({ grantId, revokedAt: now, expiresAt })))
-      .orIgnore()
+      .orUpdate(['revoked_at', 'expires_at'], ['grant_id'])
       .execute();
-    for (const id of grantIds) this.revoked.set(id, expiresAt);
+    for (const id of grantIds) this.revoked.set(id, { at: now, until: expiresAt });
   }
 
   async sync(): Promise<void> {
     try {
       const now = Date.now();
-      const rows = await this.repo.find({ where: { expiresAt: MoreThan(now) }, select: { grantId: true, expiresAt: true } });
-      const next = new Map(rows.map((r) => [r.grantId, r.expiresAt]));
-      // Keep local revocations a concurrent sync may not have seen yet.
-      for (const [id, until] of this.revoked) if (until > now && !next.has(id)) next.set(id, until);
+      const rows = await this.repo.find({
+        where: { expiresAt: MoreThan(now) },
+        select: { grantId: true, revokedAt: true, expiresAt: true },
+      });
+      const next = new Map(rows.map((r) => [r.grantId, { at: r.revokedAt, until: r.expiresAt }]));
+      // Keep local revocations a concurrent sync may not have seen yet (or a later one of the same id).
+      for (const [id, local] of this.revoked) {
+        const synced = next.get(id);
+        if (local.until > now && (!synced || synced.at < local.at)) next.set(id, local);
+      }
       this.revoked = next;
       if (Math.random() < 0.02) await this.repo.delete({ expiresAt: LessThan(now) });
     } catch (error) {

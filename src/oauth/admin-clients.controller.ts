@@ -94,10 +94,16 @@ export class AdminClientsController {
   @Post(':clientId/secret')
   @CLIENT_ID
   @HttpCode(200)
-  @ApiOkResponse({ description: 'The client with its new client_secret, shown this once; the old secret stops working' })
+  @ApiOkResponse({
+    description:
+      'The client with its new client_secret, shown this once; the old secret and the client-credentials tokens it obtained stop working',
+  })
   @ApiProblems(404)
-  rotateSecret(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<ClientView> {
-    return checked(() => this.clients.rotateSecret(clientId));
+  async rotateSecret(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<ClientView> {
+    const client = await checked(() => this.clients.rotateSecret(clientId));
+    // A secret is replaced when it leaked: what it obtained goes with it.
+    await this.lifecycle.revokeClientCredentialsTokens(clientId);
+    return client;
   }
 
   @Delete(':clientId')

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { CLIENT_CREDENTIALS_GRANT_PREFIX } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
@@ -7,9 +7,17 @@ import { ResourceIndicators } from './resource-indicators';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 /**
+ * The `gid` of a client's client-credentials tokens: one per client, so revoking one token (RFC 7009), rotating the
+ * secret or deleting the client puts it on the revoked list, and every token the client obtained until then dies
+ * (those obtained later are not affected: the list compares issue times).
+ */
+export function clientCredentialsGrantId(clientId: string): string {
+  return `${CLIENT_CREDENTIALS_GRANT_PREFIX}${clientId}`;
+}
+
+/**
  * The client-credentials grant (RFC 6749 4.4): a confidential client allowed it obtains an access token for
- * itself. Nothing is stored: the token's `gid` is its own, so revoking it (RFC 7009) puts that id on the revoked
- * list like any grant's; there is no refresh token.
+ * itself. Nothing is stored; there is no refresh token.
  */
 @Injectable()
 export class ClientCredentialsGrantService {
@@ -31,7 +39,7 @@ export class ClientCredentialsGrantService {
       sub: client.id,
       clientId: client.id,
       scope,
-      grantId: randomUUID(),
+      grantId: clientCredentialsGrantId(client.id),
       clientCredentials: true,
       audience,
     });

@@ -152,6 +152,10 @@ export class ClientsService {
     // A client that only acts as itself never redirects anyone.
     const redirectUris =
       grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [];
+    // A service acting as itself gets exactly the scopes named for it, never "every scope" by default.
+    if (grantTypes.includes('client_credentials') && input.scope === undefined) {
+      throw new InvalidClientInputError('--scope is required with --grant client_credentials (the scopes the service may use as itself)');
+    }
     const scope = checkedScope(input.scope ?? allScopes().join(' '));
     if (input.trusted && input.registrationTokenHash) throw new InvalidClientInputError('a registered client is never trusted');
     if (input.trusted && !grantTypes.includes('authorization_code')) {

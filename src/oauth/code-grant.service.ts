@@ -92,7 +92,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
     SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM code
-    WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
+    WHERE :withRefresh AND grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
       AND code_challenge IS NOT DISTINCT FROM :challenge
       AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
     RETURNING 1)
@@ -183,6 +183,9 @@ export class CodeGrantService {
     if (input.codeVerifier !== undefined && !PKCE_VALUE.test(input.codeVerifier)) {
       throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 unreserved characters.');
     }
+    // A resource this client may never name is refused before the code is spent (RFC 8707 2.2).
+    this.resources.atTokenEndpoint(client, input.resource);
+    const withRefresh = client.grantTypes.includes('refresh_token');
     const codeHash = hashSecret(input.code);
     const now = Date.now();
     let row: ConsumedCode | undefined;
@@ -197,6 +200,7 @@ export class CodeGrantService {
         challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
         redirectUri: input.redirectUri ?? null,
         registeredRedirect: input.redirectUri === undefined || client.redirectUris.includes(input.redirectUri),
+        withRefresh,
       });
     } else {
       row = await this.db.one<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id });
@@ -232,6 +236,8 @@ export class CodeGrantService {
     const audience = this.resources.audience(this.resources.forToken(client, input.resource, row.grant_resources));
     const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
     // The checks above are the statement's conditions: a refresh token is stored exactly when they pass.
+    // A client not allowed the refresh-token grant gets no refresh token it could not use.
+    if (!withRefresh) return this.issuer.respond(grant, row.scope);
     if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
     return this.issuer.issue(grant, row.scope, now);
   }

@@ -8,6 +8,7 @@ import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
 import { Grant } from './entities/grant.entity';
 import { RefreshToken } from './entities/refresh-token.entity';
+import { clientCredentialsGrantId } from './client-credentials-grant.service';
 import { hashSecret } from './secrets';
 
 /**
@@ -47,10 +48,18 @@ export class GrantRevocationService {
     if (access && access.clientId === client.id) await this.revokeGrant(access.grantId);
   }
 
-  /** Before a client is deleted (which deletes its grants), their access tokens are put on the revoked list. */
+  /**
+   * Before a client is deleted (which deletes its grants): the access tokens of its grants and those it obtained
+   * for itself (client credentials) are put on the revoked list.
+   */
   async revokeClientGrants(clientId: string): Promise<void> {
     const rows = await this.grants.find({ where: { clientId }, select: { id: true } });
-    await this.revoked.revoke(rows.map((row) => row.id));
+    await this.revoked.revoke([...rows.map((row) => row.id), clientCredentialsGrantId(clientId)]);
+  }
+
+  /** The client-credentials tokens a client obtained until now (e.g. when its secret is replaced). */
+  async revokeClientCredentialsTokens(clientId: string): Promise<void> {
+    await this.revoked.revoke([clientCredentialsGrantId(clientId)]);
   }
 
   /** Before a user is deleted (which deletes its grants), its access tokens are put on the revoked list. */

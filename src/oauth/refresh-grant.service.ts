@@ -15,9 +15,15 @@ const FIND_REFRESH_TOKEN = sql`
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
   UPDATE refresh_tokens SET rotated_at = :now, successor_sealed = :sealed WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
-/** The rotation grace is used once: whoever clears the sealed successor first gets it. */
+/**
+ * The rotation grace is used once: whoever clears the sealed successor first gets it — and only while the
+ * successor itself is still unused (checked in the same statement, so a rotation of the successor in between
+ * cannot slip through).
+ */
 const USE_GRACE = sql`
-  UPDATE refresh_tokens SET successor_sealed = NULL WHERE token_hash = :tokenHash AND successor_sealed IS NOT NULL`;
+  UPDATE refresh_tokens SET successor_sealed = NULL
+  WHERE token_hash = :tokenHash AND successor_sealed IS NOT NULL
+    AND EXISTS (SELECT 1 FROM refresh_tokens s WHERE s.token_hash = :successorHash AND s.rotated_at IS NULL)`;
 /**
  * PostgreSQL, a refresh that keeps the grant's scope: rotation and the new refresh token in one statement (one
  * round trip), done only when the token is this client's, unrotated and live, and its grant is live. When it
@@ -129,7 +135,7 @@ export class RefreshGrantService {
         const grantExpiresAt = liveGrantExpiry(successor, now);
         const scope = narrowed(successor.scope, requested.requestedScope);
         const audience = this.resources.audience(this.resources.forToken(client, requested.resource, successor.grant_resources));
-        const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented) });
+        const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented), successorHash: hash });
         if (used.affected) {
           const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
           return this.issuer.respond(grant, scope, { secret, hash });

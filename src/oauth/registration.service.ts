@@ -198,8 +198,10 @@ export class RegistrationService {
     const grantTypes = stringList(fields, 'grant_types') ?? ['authorization_code', 'refresh_token'];
     const unknownGrant = grantTypes.find((g) => !(GRANT_TYPES as readonly string[]).includes(g));
     if (unknownGrant !== undefined) throw metadataError(`grant_types must be among: ${GRANT_TYPES.join(', ')}.`);
-    if (authMethod === 'none' && grantTypes.includes('client_credentials')) {
-      throw metadataError('client_credentials needs a client secret (token_endpoint_auth_method none cannot have it).');
+    // A client acting as itself reaches service routes (e.g. the user list) with its scopes alone: only an operator
+    // (client:create, the admin API) decides that, never a registration request, with or without the initial token.
+    if (grantTypes.includes('client_credentials')) {
+      throw metadataError('client_credentials is given by an operator only (client:create or the admin API), not through registration.');
     }
     const responseTypes = stringList(fields, 'response_types');
     if (responseTypes !== undefined && responseTypes.some((r) => r !== 'code')) throw metadataError('response_types may only hold code.');

@@ -109,8 +109,11 @@ export class TokenIssuer {
     return this.respond(grant, scope, refresh);
   }
 
-  /** The token response for a refresh token already stored (by {@link issue}, or by the caller's own statement). */
-  respond(grant: GrantRef, scope: string, refresh: RefreshTokenSecret): TokenResponse {
+  /**
+   * The token response for a refresh token already stored (by {@link issue}, or by the caller's own statement),
+   * or without one (a client not allowed the refresh-token grant).
+   */
+  respond(grant: GrantRef, scope: string, refresh?: RefreshTokenSecret): TokenResponse {
     const access = this.mintAccessToken({
       sub: grant.userId,
       clientId: grant.clientId,
@@ -122,7 +125,7 @@ export class TokenIssuer {
       access_token: access.token,
       token_type: 'Bearer',
       expires_in: this.config.accessTokenTtl,
-      refresh_token: refresh.secret,
+      ...(refresh ? { refresh_token: refresh.secret } : {}),
       scope,
     };
   }

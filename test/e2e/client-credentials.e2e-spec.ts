@@ -10,10 +10,12 @@ import {
   issueTokens,
   NO_RATE_LIMITS,
   registerClient,
+  resourceStatus,
+  sleep,
   token,
 } from '../support/oauth';
 import { expectProblem } from '../support/problem';
-import { type TestApp, bearer, createTestApp } from '../support/test-app';
+import { ALL_SCOPES, type TestApp, bearer, createTestApp } from '../support/test-app';
 
 const ACCESS_TOKEN_TTL = 600;
 
@@ -27,6 +29,9 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
     service = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read orders:read' });
   });
   afterAll(() => t.close());
+
+  /** Waits for the next whole second (access tokens carry their issue time in seconds). */
+  const nextSecond = () => sleep(1000 - (Date.now() % 1000) + 20);
 
   const machineToken = async (client: ClientView = service, scope?: string): Promise<string> => {
     const res = await token(t, client, { grant_type: 'client_credentials', scope });
@@ -50,6 +55,8 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
       );
       await expect(clients.create({ ...base, grantTypes: ['password'] })).rejects.toThrow(/--grant must be one of/);
       await expect(clients.create({ ...base, grantTypes: ['refresh_token'] })).rejects.toThrow(/needs --grant authorization_code/);
+      // A service gets exactly the scopes named for it: never every scope by default.
+      await expect(clients.create({ ...base, grantTypes: ['client_credentials'] })).rejects.toThrow(/--scope is required/);
       // The code grant still needs somewhere to send the code.
       await expect(clients.create({ ...base, grantTypes: ['authorization_code', 'client_credentials'] })).rejects.toThrow(/redirect-uri/);
     });
@@ -127,7 +134,7 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
     it('is rate-limited like the rest of /token', async () => {
       const limited = await createTestApp({ RATE_LIMIT_TOKEN: '2' });
       try {
-        const client = await registerClient(limited, { redirectUris: [], grantTypes: ['client_credentials'] });
+        const client = await registerClient(limited, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read' });
         const statuses: number[] = [];
         for (let i = 0; i < 3; i++) statuses.push((await token(limited, client, { grant_type: 'client_credentials' })).status);
         expect(statuses).toEqual([200, 200, 429]);
@@ -169,7 +176,7 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
     });
 
     it('refuses every route that acts for a signed-in user (own records) with 403 user-token-required, whatever the scopes', async () => {
-      const all = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'] });
+      const all = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: ALL_SCOPES.join(' ') });
       const access = await machineToken(all);
       const user = await t.createUser();
       const attempts = [
@@ -195,31 +202,51 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
       expect(self.body.name).toBe(user.name);
     });
 
-    it('a revoked client-credentials token stops working, and introspection follows it', async () => {
-      const access = await machineToken();
-      const before = await backChannel(t, '/introspect', service, { token: access });
+    it('revoking one client-credentials token ends every token the client obtained until then, not those it obtains later', async () => {
+      const client = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read' });
+      const access = await machineToken(client);
+      const earlier = await machineToken(client);
+      const before = await backChannel(t, '/introspect', client, { token: access });
       expect(before.status).toBe(200);
-      expect(before.body).toMatchObject({ active: true, sub: service.client_id, client_id: service.client_id, token_type: 'Bearer' });
+      expect(before.body).toMatchObject({ active: true, sub: client.client_id, client_id: client.client_id, token_type: 'Bearer' });
 
-      expect((await backChannel(t, '/revoke', service, { token: access })).status).toBe(200);
+      expect((await backChannel(t, '/revoke', client, { token: access })).status).toBe(200);
+      expect(await resourceStatus(t, access)).toBe(401);
+      expect(await resourceStatus(t, earlier)).toBe(401);
+      expect((await backChannel(t, '/introspect', client, { token: access })).body).toEqual({ active: false });
+      // Issue times are whole seconds: a token of the same second as the revocation is revoked too.
+      await nextSecond();
+      const later = await machineToken(client);
+      expect(await resourceStatus(t, later)).toBe(200);
+      // Another client's tokens are not affected.
+      expect(await resourceStatus(t, await machineToken())).toBe(200);
+    });
+
+    it('deleting the client or replacing its secret (admin API) ends the client-credentials tokens it holds', async () => {
+      const admin = await t.createUser({ role: 'admin' });
+      const adminToken = await t.token(admin.id, ['clients:admin']);
+      const rotated = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read' });
+      const beforeRotation = await machineToken(rotated);
+      const rotation = await t
+        .http()
+        .post(`/admin/clients/${rotated.client_id}/secret`)
+        .set(...bearer(adminToken));
+      expect(rotation.status).toBe(200);
+      expect(await resourceStatus(t, beforeRotation)).toBe(401);
+      await nextSecond();
+      expect(await resourceStatus(t, await machineToken({ ...rotated, client_secret: rotation.body.client_secret }))).toBe(200);
+
+      const deleted = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read' });
+      const beforeDeletion = await machineToken(deleted);
       expect(
         (
           await t
             .http()
-            .get('/api/resource')
-            .set(...bearer(access))
+            .delete(`/admin/clients/${deleted.client_id}`)
+            .set(...bearer(adminToken))
         ).status,
-      ).toBe(401);
-      expect((await backChannel(t, '/introspect', service, { token: access })).body).toEqual({ active: false });
-      // Another token of the same client is not affected.
-      expect(
-        (
-          await t
-            .http()
-            .get('/api/resource')
-            .set(...bearer(await machineToken()))
-        ).status,
-      ).toBe(200);
+      ).toBe(204);
+      expect(await resourceStatus(t, beforeDeletion)).toBe(401);
     });
 
     it('a user token keeps working on the user routes it always could (the marker is not needed there)', async () => {

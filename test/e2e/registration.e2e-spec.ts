@@ -4,6 +4,7 @@ import {
   Browser,
   NO_RATE_LIMITS,
   authorizePath,
+  backChannel,
   expectOAuthError,
   issueTokens,
   login,
@@ -206,26 +207,33 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
 
   it('with the initial access token registers a confidential client, whose secret is shown once and whose method is enforced', async () => {
     const res = await register(
-      {
-        client_name: 'Reporting',
-        redirect_uris: ['https://reports.example.com/cb'],
-        token_endpoint_auth_method: 'client_secret_post',
-        grant_types: ['client_credentials', 'authorization_code'],
-      },
+      { client_name: 'Reporting', redirect_uris: ['https://reports.example.com/cb'], token_endpoint_auth_method: 'client_secret_post' },
       INITIAL_TOKEN,
     );
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(res.body.client_secret_expires_at).toBe(0);
-    expect(res.body.grant_types).toEqual(['authorization_code', 'client_credentials']);
     const client = asClient(res.body);
-    expect((await token(t, client, { grant_type: 'client_credentials' }, 'post')).status).toBe(200);
-    expectOAuthError(await token(t, client, { grant_type: 'client_credentials' }, 'basic'), 401, 'invalid_client');
+    // Its registered method works; the other secret method is refused.
+    expect((await backChannel(t, '/introspect', client, { token: 'x' }, 'post')).status).toBe(200);
+    expectOAuthError(await backChannel(t, '/introspect', client, { token: 'x' }, 'basic'), 401, 'invalid_client');
     // Read back later, the secret is not there: only its hash is stored.
     const read = await manage('get', res.body.registration_client_uri, res.body.registration_access_token);
     expect(read.status).toBe(200);
     expect(read.body.client_secret).toBeUndefined();
     expect(read.body.token_endpoint_auth_method).toBe('client_secret_post');
+  });
+
+  it('never registers client_credentials, not even with the initial access token: only an operator gives a service its own access', async () => {
+    const res = await register(
+      {
+        redirect_uris: ['https://reports.example.com/cb'],
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      INITIAL_TOKEN,
+    );
+    expectRegistrationError(res, 400, 'invalid_client_metadata');
   });
 
   describe('RFC 7592 with the registration access token', () => {

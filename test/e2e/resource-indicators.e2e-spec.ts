@@ -142,6 +142,24 @@ describe('resource indicators (RFC 8707)', () => {
     expect(await resourceStatus(t, res2.body.access_token)).toBe(200);
   });
 
+  it('a resource this client may never name is refused before the code is spent: the same code then works', async () => {
+    const { code, verifier } = await codeFor([BILLING]);
+    const typo = await tokenRequest(client, [
+      ['grant_type', 'authorization_code'],
+      ['code', code],
+      ['code_verifier', verifier],
+      ['resource', 'https://biling.example.com/api'],
+    ]);
+    expectOAuthError(typo, 400, 'invalid_target');
+    const res = await tokenRequest(client, [
+      ['grant_type', 'authorization_code'],
+      ['code', code],
+      ['code_verifier', verifier],
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(audOf(res.body.access_token)).toBe(BILLING);
+  });
+
   it('a token request cannot widen an authorization that named no resource', async () => {
     const plain = await codeFor([]);
     const res = await tokenRequest(client, [
@@ -221,7 +239,12 @@ describe('resource indicators (RFC 8707)', () => {
   });
 
   it('client credentials take resource too: aud is the named resource, and one the client may not name is invalid_target', async () => {
-    const service = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], resources: [REPORTS] });
+    const service = await registerClient(t, {
+      redirectUris: [],
+      grantTypes: ['client_credentials'],
+      scope: 'orders:read',
+      resources: [REPORTS],
+    });
     const res = await tokenRequest(service, [
       ['grant_type', 'client_credentials'],
       ['resource', REPORTS],

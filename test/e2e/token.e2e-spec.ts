@@ -65,6 +65,16 @@ describe('POST /token', () => {
       expect(res.body.refresh_token).toMatch(/^[A-Za-z0-9_-]{22,}$/);
     });
 
+    it('gives no refresh token to a client not allowed the refresh_token grant, and stores none', async () => {
+      const client = await registerClient(t, { trusted: true, grantTypes: ['authorization_code'] });
+      const { code, verifier } = await codeWithPkce({ client });
+      const res = await redeem(client, code, verifier);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(Object.keys(res.body).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
+      const stored = await t.app.get(DataSource).getRepository(RefreshToken).countBy({ clientId: client.client_id });
+      expect(stored).toBe(0);
+    });
+
     it('issues an RFC 9068 access token (typ at+jwt, RS256, kid) that verifies against the published JWKS with every claim', async () => {
       const { client, code, verifier, user } = await codeWithPkce({ scope: 'orders:write' });
       const res = await redeem(client, code, verifier);
