@@ -1,4 +1,6 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, NotFoundException, Req } from '@nestjs/common';
+import { ApiOkResponse, ApiParam } from '@nestjs/swagger';
+import type { Request } from 'express';
 import { ApiProblems } from '../common/openapi';
 import { NoQueryParams } from '../common/validation';
 import { AppConfig } from '../config/app-config';
@@ -19,14 +21,32 @@ export interface ProtectedResourceMetadata {
  * how a token is sent (the `Authorization` header only). Every Bearer challenge of the API points here.
  */
 @Public()
-@ApiProblems(400)
+@ApiProblems(400, 404)
 @Controller()
 export class ProtectedResourceMetadataController {
   constructor(private readonly config: AppConfig) {}
 
   @Get(AppConfig.RESOURCE_METADATA_PATH)
   @Header('Cache-Control', 'public, max-age=300')
+  @ApiOkResponse({ description: 'RFC 9728 metadata of the resource API (when AUDIENCE has no path)' })
   metadata(@NoQueryParams() _query: unknown): ProtectedResourceMetadata {
+    if (this.config.audiencePath) throw new NotFoundException('The metadata is at the path of the resource (AUDIENCE).');
+    return this.document();
+  }
+
+  /** For an `AUDIENCE` with a path (`https://host/api` -> `/.well-known/oauth-protected-resource/api`). */
+  @Get(`${AppConfig.RESOURCE_METADATA_PATH}/*path`)
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOkResponse({ description: 'RFC 9728 metadata of the resource AUDIENCE names' })
+  @ApiParam({ name: 'path', schema: { type: 'string' }, description: 'the path of AUDIENCE (e.g. api for https://host/api)' })
+  @ApiProblems(404)
+  metadataOfPath(@Req() req: Request, @NoQueryParams() _query: unknown): ProtectedResourceMetadata {
+    const path = req.path.slice(AppConfig.RESOURCE_METADATA_PATH.length);
+    if (!this.config.audiencePath || path !== this.config.audiencePath) throw new NotFoundException('No protected resource has this path.');
+    return this.document();
+  }
+
+  private document(): ProtectedResourceMetadata {
     return {
       resource: this.config.audience,
       authorization_servers: [this.config.issuer],

@@ -61,10 +61,27 @@ export class AppConfig {
   /** Seconds a client has to send the request headers (at most {@link requestTimeout}). */
   readonly headersTimeout: number;
 
-  /** Where the resource API's RFC 9728 metadata is served (the path), and its URL under the issuer. */
+  /** The well-known path of the resource API's RFC 9728 metadata. */
   static readonly RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+  /**
+   * The path of `AUDIENCE` when it is an http(s) URL with one ('/api' for `https://api.example.com/api`): RFC 9728
+   * 3.1 puts the well-known segment between its host and this path. '' when it has none (or is not a URL).
+   */
+  get audiencePath(): string {
+    const url = URL.canParse(this.audience) ? new URL(this.audience) : undefined;
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) return '';
+    return url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
+  }
+
+  /**
+   * The URL of the metadata, derived from `AUDIENCE` as RFC 9728 3.1 has clients derive it (so that the
+   * `resource` inside matches), served by this service; under the issuer when `AUDIENCE` is not an http(s) URL.
+   */
   get resourceMetadataUrl(): string {
-    return `${this.issuer}${AppConfig.RESOURCE_METADATA_PATH}`;
+    const url = URL.canParse(this.audience) ? new URL(this.audience) : undefined;
+    const base = url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.origin : this.issuer;
+    return `${base}${AppConfig.RESOURCE_METADATA_PATH}${this.audiencePath}`;
   }
 
   constructor(env: Env) {

@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
+import { isRegisteredRedirectUri } from './redirect-uris';
 import { InvalidTargetError, ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE } from './secrets';
 
@@ -23,8 +24,12 @@ export const AUTHORIZE_PARAMS = [
 export type AuthorizationRequestResult =
   /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
   | { kind: 'fatal'; message: string }
-  /** An error the client learns of through its redirect URI. */
-  | { kind: 'error'; redirectUri: string; error: string; description: string; state?: string }
+  /**
+   * An error the client learns of through its redirect URI. `selfRegistered`: the client registered itself (RFC
+   * 7591), so its redirect URI is anyone's choice: before the person has seen a page, such an error is shown,
+   * not redirected (RFC 9700 4.11.2), so that the server is no open redirector.
+   */
+  | { kind: 'error'; redirectUri: string; error: string; description: string; state?: string; selfRegistered: boolean }
   | {
       kind: 'valid';
       client: Client;
@@ -68,7 +73,7 @@ export class AuthorizationRequestValidator {
         return { kind: 'fatal', message: 'redirect_uri is required for this client.' };
       }
       redirectUri = client.redirectUris[0];
-    } else if (client.redirectUris.includes(sentRedirect)) {
+    } else if (isRegisteredRedirectUri(client.redirectUris, sentRedirect)) {
       redirectUri = sentRedirect;
     } else {
       return { kind: 'fatal', message: 'redirect_uri is not registered for this client.' };
@@ -82,6 +87,7 @@ export class AuthorizationRequestValidator {
       error,
       description: safeDescription(description),
       state,
+      selfRegistered: client.registrationTokenHash !== null,
     });
 
     const params: Record<string, string | undefined> = {};

@@ -63,6 +63,10 @@ export class AuthorizeController {
   @ApiHtml(400, 'An unknown client or redirect URI: an error page, never a redirect')
   async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
+    if (request.kind === 'error' && request.selfRegistered) {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${request.error}: ${request.description}`));
+      return;
+    }
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
     if (request.client.trusted) {

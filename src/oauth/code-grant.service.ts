@@ -6,6 +6,7 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
 import { SessionsService } from './sessions.service';
 import { OAuthError } from './oauth-error';
+import { isRegisteredRedirectUri } from './redirect-uris';
 import { ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
 import { type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
@@ -199,7 +200,7 @@ export class CodeGrantService {
         refreshHash: refresh.hash,
         challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
         redirectUri: input.redirectUri ?? null,
-        registeredRedirect: input.redirectUri === undefined || client.redirectUris.includes(input.redirectUri),
+        registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
         withRefresh,
       });
     } else {
@@ -222,7 +223,7 @@ export class CodeGrantService {
     if (row.redirect_uri !== null) {
       if (input.redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required.');
       if (input.redirectUri !== row.redirect_uri) throw invalidGrant('redirect_uri does not match the authorization request.');
-    } else if (input.redirectUri !== undefined && !client.redirectUris.includes(input.redirectUri)) {
+    } else if (input.redirectUri !== undefined && !isRegisteredRedirectUri(client.redirectUris, input.redirectUri)) {
       throw invalidGrant('redirect_uri does not match the authorization request.');
     }
     if (row.code_challenge !== null) {

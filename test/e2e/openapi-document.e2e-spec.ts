@@ -66,8 +66,10 @@ describe('GET /docs/openapi.json tells the truth', () => {
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, o] of Object.entries(ops)) {
         for (const p of o.parameters ?? []) {
-          // Client ids are the one kind of id that is not a UUID (random base64url, at most 64 characters).
-          if (p.in === 'path' && p.name === 'clientId') expect(p.schema?.maxLength, `${method} ${path} ${p.name}`).toBe(64);
+          // Client ids are the one kind of id that is not a UUID (random base64url, at most 64 characters); the RFC
+          // 9728 well-known route takes the resource's own path.
+          if (p.in === 'path' && p.name === 'path') expect(path).toBe('/.well-known/oauth-protected-resource/{path}');
+          else if (p.in === 'path' && p.name === 'clientId') expect(p.schema?.maxLength, `${method} ${path} ${p.name}`).toBe(64);
           else if (p.in === 'path') expect(p.schema?.format, `${method} ${path} ${p.name}`).toBe('uuid');
           if (p.name === 'offset') expect(p.schema?.maximum, `${method} ${path} offset`).toBe(1_000_000_000);
         }

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, type TestApp, bearer, createTestApp } from '../support/test-app';
-import { bearerChallenge } from '../support/oauth';
 import { expectValidationProblem } from '../support/problem';
 
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -45,8 +44,8 @@ describe('protected-resource metadata (RFC 9728)', () => {
   });
 
   it('every Bearer challenge of the API names it: no token, a bad token, a malformed header, a missing scope', async () => {
-    const expected = (params: string) => `Bearer ${params}, resource_metadata="https://auth.example.com${METADATA_PATH}"`;
-    expect(bearerChallenge(t, 'realm="api"')).toBe(expected('realm="api"'));
+    // Derived from the resource identifier (AUDIENCE) as RFC 9728 3.1 has clients derive it; this service serves it.
+    const expected = (params: string) => `Bearer ${params}, resource_metadata="https://api.example.com${METADATA_PATH}"`;
 
     const none = await t.http().get('/api/resource');
     expect(none.status).toBe(401);
@@ -81,5 +80,29 @@ describe('protected-resource metadata (RFC 9728)', () => {
     expect(as.status).toBe(200);
     expect(as.body.issuer).toBe('https://auth.example.com');
     expect(as.body.token_endpoint).toBe('https://auth.example.com/token');
+  });
+});
+
+describe('protected-resource metadata for an AUDIENCE with a path (RFC 9728 3.1)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp({ ISSUER: 'https://auth.example.com', AUDIENCE: 'https://auth.example.com/api' });
+  });
+  afterAll(() => t.close());
+
+  it('is served at the well-known path followed by the resource path, and the challenge names that URL', async () => {
+    const res = await t.http().get(`${METADATA_PATH}/api`);
+    expect(res.status).toBe(200);
+    expect(res.body.resource).toBe('https://auth.example.com/api');
+    expect(res.body.authorization_servers).toEqual(['https://auth.example.com']);
+    const challenge = (await t.http().get('/api/resource')).headers['www-authenticate'];
+    expect(challenge).toBe(`Bearer realm="api", resource_metadata="https://auth.example.com${METADATA_PATH}/api"`);
+  });
+
+  it('answers 404 at the bare well-known path and at any other path', async () => {
+    expect((await t.http().get(METADATA_PATH)).status).toBe(404);
+    expect((await t.http().get(`${METADATA_PATH}/other`)).status).toBe(404);
+    expect((await t.http().get(`${METADATA_PATH}/api/more`)).status).toBe(404);
   });
 });

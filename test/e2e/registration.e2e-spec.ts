@@ -140,6 +140,57 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
     expect(await resourceStatus(t, tokens.body.access_token)).toBe(200);
   });
 
+  it('is no open redirector: an erroneous request of a self-registered client gets an error page, not a redirect to its URI', async () => {
+    const reg = (
+      await register({ client_name: 'Example Corp', redirect_uris: ['https://evil.example/x'], token_endpoint_auth_method: 'none' })
+    ).body;
+    for (const params of [
+      { response_type: 'token', client_id: reg.client_id, state: '<payload>' },
+      { response_type: 'code', client_id: reg.client_id, scope: 'no-such-scope' },
+      { response_type: 'code', client_id: reg.client_id },
+    ]) {
+      const res = await new Browser(t).get(authorizePath(params));
+      expect(res.status, JSON.stringify(params)).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+    }
+  });
+
+  it('lets a native client pick the port of its loopback redirect URI at each request (RFC 8252 7.3)', async () => {
+    const reg = (await register({ client_name: 'CLI', redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none' }))
+      .body;
+    const client = asClient(reg);
+    const redirect = 'http://127.0.0.1:51234/callback';
+    const user = await t.createUser();
+    const browser = new Browser(t);
+    expect((await login(browser, user.email)).status).toBe(303);
+    const pkce = pkcePair();
+    const page = await browser.get(
+      authorizePath({
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: redirect,
+        code_challenge: pkce.challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
+    expect(page.status).toBe(200);
+    const code = redirectParams(await browser.submit(page, { decision: 'allow' }), redirect).get('code')!;
+    const tokens = await token(
+      t,
+      client,
+      { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: pkce.verifier },
+      'none',
+    );
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    // Another path on the same loopback address is not registered.
+    const other = await browser.get(
+      authorizePath({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:51234/other' }),
+    );
+    expect(other.status).toBe(400);
+    expect(other.headers.location).toBeUndefined();
+  });
+
   it('ignores metadata it does not know (RFC 7591 3.1) and does not echo it', async () => {
     const res = await register({
       redirect_uris: [LOOPBACK],

@@ -21,7 +21,7 @@ export class DocumentedStatuses {
         const route = (req as Request & { route?: { path?: unknown } }).route;
         if (typeof route?.path !== 'string' || route.path.startsWith('/docs')) return;
         const method = req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
-        const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+        const path = route.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
         const answer = { method, path, status: res.statusCode };
         this.answered.set(`${method} ${path} ${res.statusCode}`, answer);
       });

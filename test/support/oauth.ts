@@ -319,7 +319,7 @@ export async function signWithForeignKey(claims: JWTPayload, kid: string): Promi
 
 /**
  * A Bearer challenge of the resource API as RFC 6750 3 and RFC 9728 5.1 want it: `params`, then the URL of the
- * protected-resource metadata under the app's issuer.
+ * protected-resource metadata (under the issuer, which is also the audience unless a suite sets AUDIENCE).
  */
 export function bearerChallenge(t: TestApp, params: string): string {
   return `Bearer ${params}, resource_metadata="${t.config.issuer}/.well-known/oauth-protected-resource"`;
