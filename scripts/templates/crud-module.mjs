@@ -354,6 +354,7 @@ export class Create${n.Plural}${timestamp} implements MigrationInterface {
 const e2eSpec = (n) => `import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ${n.Plural}Scope } from '../../src/${n.plural}/${n.plural}.scopes';
+import { bearerChallenge } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
 
@@ -454,7 +455,7 @@ describe('${n.plural} API', () => {
         .set(...bearer(reader))
         .send({ name });
       expectProblem(res, 403, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="${n.plural}:write"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="${n.plural}:write"'));
       const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
       expect(list.body.data.map((row: { name: string }) => row.name)).not.toContain(name);
     });
@@ -464,13 +465,13 @@ describe('${n.plural} API', () => {
     it('answers 401 with the bearer challenge without a token', async () => {
       const res = await t.http().get('/${n.plural}');
       expectProblem(res, 401, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe('Bearer realm="api"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'realm="api"'));
     });
 
     it('answers 403 insufficient_scope to a token without ${n.plural}:read', async () => {
       const res = await t.http().get('/${n.plural}').set(...bearer(unrelated));
       expectProblem(res, 403, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="${n.plural}:read"');
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="${n.plural}:read"'));
     });
 
     it('pages and sorts in the database, ties broken by id', async () => {
