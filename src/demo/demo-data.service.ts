@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { withStartupLock } from '../database/startup-lock';
@@ -8,6 +9,10 @@ import { ClientsService } from '../oauth/clients.service';
 import { randomSecret } from '../oauth/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
+import { PasswordHasher } from '../users/password-hasher';
+import { User } from '../users/user.entity';
+import { Order } from '../orders/order.entity';
+import { samplePeople } from './sample-people';
 
 export interface DemoData {
   adminEmail: string;
@@ -17,7 +22,12 @@ export interface DemoData {
   authorizationUrl: string;
 }
 
-/** Outside production, on an empty database: a demo admin and a trusted demo client, shown once. */
+/**
+ * Outside production, on an empty database: a demo admin and a trusted demo client, shown once, and sample people
+ * with orders ({@link samplePeople}). The sample people share one argon2id hash of a random password nobody is
+ * told (they are there to be listed, not to sign in), so seeding costs one hash, not 36; they are written through
+ * the users' and orders' entities directly, as a seeder of a development database may.
+ */
 @Injectable()
 export class DemoDataService {
   constructor(
@@ -25,6 +35,7 @@ export class DemoDataService {
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
     private readonly dataSource: DataSource,
+    private readonly hasher: PasswordHasher,
   ) {}
 
   /**
@@ -44,12 +55,55 @@ export class DemoDataService {
     });
   }
 
+  private async seedSamplePeople(): Promise<void> {
+    const passwordHash = await this.hasher.hash(randomSecret(24));
+    const now = Date.now();
+    const users: User[] = [];
+    const orders: Order[] = [];
+    samplePeople().forEach((person, i) => {
+      // One millisecond apart, so the default order (createdAt) is the listed order.
+      const createdAt = now + i;
+      const userId = randomUUID();
+      users.push(
+        Object.assign(new User(), {
+          id: userId,
+          email: person.email,
+          emailNormalized: person.email,
+          passwordHash,
+          name: person.name,
+          gender: person.gender,
+          age: person.age,
+          role: 'user',
+          createdAt,
+          updatedAt: createdAt,
+        }),
+      );
+      for (const order of person.orders) {
+        orders.push(
+          Object.assign(new Order(), {
+            id: randomUUID(),
+            userId,
+            ...order,
+            currency: 'EUR',
+            totalCents: order.quantity * order.unitPriceCents,
+            createdAt,
+          }),
+        );
+      }
+    });
+    await this.dataSource.transaction(async (manager) => {
+      await manager.getRepository(User).insert(users);
+      await manager.getRepository(Order).insert(orders);
+    });
+  }
+
   private async seed(): Promise<DemoData> {
     const adminEmail = 'admin@example.com';
     const adminPassword = randomSecret(12);
     await this.users.create({ email: adminEmail, password: adminPassword, name: 'Demo Admin', gender: 'other', age: 30, role: 'admin' });
     const redirectUri = `${this.config.issuer}/demo/callback`;
     const client = await this.clients.create({ name: 'Demo Client', redirectUris: [redirectUri], trusted: true });
+    await this.seedSamplePeople();
     const url = new URL(`${this.config.issuer}/authorize`);
     url.search = new URLSearchParams({
       response_type: 'code',
