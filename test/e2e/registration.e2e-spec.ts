@@ -82,6 +82,32 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
     return req;
   };
 
+  /**
+   * A person signs in, sees the consent page (200) of `client` and allows; the code, sent to `redirect`, is
+   * redeemed with PKCE as a public client (200).
+   */
+  async function consentedCodeFlow(client: ClientView, redirect: string) {
+    const user = await t.createUser();
+    const browser = new Browser(t);
+    expect((await login(browser, user.email)).status).toBe(303);
+    const pkce = pkcePair();
+    const page = await browser.get(
+      authorizePath({
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: redirect,
+        code_challenge: pkce.challenge,
+        code_challenge_method: 'S256',
+      }),
+    );
+    expect(page.status).toBe(200);
+    const code = redirectParams(await browser.submit(page, { decision: 'allow' }), redirect).get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: pkce.verifier };
+    const tokens = await token(t, client, form, 'none');
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    return { browser, page, tokens };
+  }
+
   it('advertises registration_endpoint in the metadata', async () => {
     const metadata = await t.http().get('/.well-known/oauth-authorization-server');
     expect(metadata.body.registration_endpoint).toBe(`${t.config.issuer}/register`);
@@ -113,30 +139,8 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
 
   it('a registered client is never trusted: the person sees the consent page, then the code flow with PKCE works', async () => {
     const res = await register({ client_name: 'Agent', redirect_uris: [LOOPBACK], token_endpoint_auth_method: 'none', trusted: true });
-    const client = asClient(res.body);
-    const user = await t.createUser();
-    const browser = new Browser(t);
-    expect((await login(browser, user.email)).status).toBe(303);
-    const pkce = pkcePair();
-    const page = await browser.get(
-      authorizePath({
-        response_type: 'code',
-        client_id: client.client_id,
-        redirect_uri: LOOPBACK,
-        code_challenge: pkce.challenge,
-        code_challenge_method: 'S256',
-      }),
-    );
-    expect(page.status).toBe(200);
+    const { page, tokens } = await consentedCodeFlow(asClient(res.body), LOOPBACK);
     expect(page.text).toContain('Agent');
-    const code = redirectParams(await browser.submit(page, { decision: 'allow' }), LOOPBACK).get('code')!;
-    const tokens = await token(
-      t,
-      client,
-      { grant_type: 'authorization_code', code, redirect_uri: LOOPBACK, code_verifier: pkce.verifier },
-      'none',
-    );
-    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
     expect(await resourceStatus(t, tokens.body.access_token)).toBe(200);
   });
 
@@ -160,29 +164,7 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
     const reg = (await register({ client_name: 'CLI', redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none' }))
       .body;
     const client = asClient(reg);
-    const redirect = 'http://127.0.0.1:51234/callback';
-    const user = await t.createUser();
-    const browser = new Browser(t);
-    expect((await login(browser, user.email)).status).toBe(303);
-    const pkce = pkcePair();
-    const page = await browser.get(
-      authorizePath({
-        response_type: 'code',
-        client_id: client.client_id,
-        redirect_uri: redirect,
-        code_challenge: pkce.challenge,
-        code_challenge_method: 'S256',
-      }),
-    );
-    expect(page.status).toBe(200);
-    const code = redirectParams(await browser.submit(page, { decision: 'allow' }), redirect).get('code')!;
-    const tokens = await token(
-      t,
-      client,
-      { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: pkce.verifier },
-      'none',
-    );
-    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    const { browser } = await consentedCodeFlow(client, 'http://127.0.0.1:51234/callback');
     // Another path on the same loopback address is not registered.
     const other = await browser.get(
       authorizePath({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:51234/other' }),

@@ -43,6 +43,16 @@ describe('resource indicators (RFC 8707)', () => {
     return t.http().post('/token').type('form').set('Authorization', basicAuth(c.client_id, c.client_secret!)).send(body.toString());
   }
 
+  /** Redeems a code (with its PKCE verifier, if any) as `c`, naming `resources` at the token endpoint. */
+  function redeem(grant: { code: string; verifier?: string }, resources: string[] = [], c: ClientView = client) {
+    return tokenRequest(c, [
+      ['grant_type', 'authorization_code'],
+      ['code', grant.code],
+      ...(grant.verifier ? [['code_verifier', grant.verifier] as [string, string]] : []),
+      ...resources.map((r): [string, string] => ['resource', r]),
+    ]);
+  }
+
   /** GET /authorize with `resources` (repeated) and PKCE; the redirect's parameters and the verifier. */
   async function authorize(resources: string[], c: ClientView = client, b: Browser = browser) {
     const pkce = pkcePair();
@@ -81,11 +91,7 @@ describe('resource indicators (RFC 8707)', () => {
 
   it('a resource named at /authorize becomes the aud of the token, which this API then refuses (it checks its own audience)', async () => {
     const { code, verifier } = await codeFor([BILLING]);
-    const res = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-      ['code_verifier', verifier],
-    ]);
+    const res = await redeem({ code, verifier });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(audOf(res.body.access_token)).toBe(BILLING);
     expect(await resourceStatus(t, res.body.access_token)).toBe(401);
@@ -93,81 +99,44 @@ describe('resource indicators (RFC 8707)', () => {
 
   it('several resources at /authorize: all of them by default, or the one the token request names; one outside them is invalid_target', async () => {
     const all = await codeFor([BILLING, REPORTS]);
-    const both = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', all.code],
-      ['code_verifier', all.verifier],
-    ]);
+    const both = await redeem(all);
     expect(both.status).toBe(200);
     expect(audOf(both.body.access_token)).toEqual([BILLING, REPORTS]);
 
     const one = await codeFor([BILLING, REPORTS]);
-    const narrowed = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', one.code],
-      ['code_verifier', one.verifier],
-      ['resource', REPORTS],
-    ]);
+    const narrowed = await redeem(one, [REPORTS]);
     expect(narrowed.status).toBe(200);
     expect(audOf(narrowed.body.access_token)).toBe(REPORTS);
 
     const outside = await codeFor([BILLING]);
-    const refused = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', outside.code],
-      ['code_verifier', outside.verifier],
-      ['resource', api],
-    ]);
+    const refused = await redeem(outside, [api]);
     expectOAuthError(refused, 400, 'invalid_target');
   });
 
   it('without any resource the token is for the API, as before; naming the API works too', async () => {
     const plain = await codeFor([]);
-    const res = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', plain.code],
-      ['code_verifier', plain.verifier],
-    ]);
+    const res = await redeem(plain);
     expect(audOf(res.body.access_token)).toBe(api);
     expect(await resourceStatus(t, res.body.access_token)).toBe(200);
 
     const named = await codeFor([api]);
-    const res2 = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', named.code],
-      ['code_verifier', named.verifier],
-      ['resource', api],
-    ]);
+    const res2 = await redeem(named, [api]);
     expect(audOf(res2.body.access_token)).toBe(api);
     expect(await resourceStatus(t, res2.body.access_token)).toBe(200);
   });
 
   it('a resource this client may never name is refused before the code is spent: the same code then works', async () => {
     const { code, verifier } = await codeFor([BILLING]);
-    const typo = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-      ['code_verifier', verifier],
-      ['resource', 'https://biling.example.com/api'],
-    ]);
+    const typo = await redeem({ code, verifier }, ['https://biling.example.com/api']);
     expectOAuthError(typo, 400, 'invalid_target');
-    const res = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-      ['code_verifier', verifier],
-    ]);
+    const res = await redeem({ code, verifier });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(audOf(res.body.access_token)).toBe(BILLING);
   });
 
   it('a token request cannot widen an authorization that named no resource', async () => {
     const plain = await codeFor([]);
-    const res = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', plain.code],
-      ['code_verifier', plain.verifier],
-      ['resource', BILLING],
-    ]);
+    const res = await redeem(plain, [BILLING]);
     expectOAuthError(res, 400, 'invalid_target');
   });
 
@@ -193,21 +162,14 @@ describe('resource indicators (RFC 8707)', () => {
     expect(parseForm(page.text).hidden.resource).toBe(`${BILLING} ${REPORTS}`);
     const allowed = await browser.submit(page, { decision: 'allow' });
     const code = redirectParams(allowed).get('code')!;
-    const res = await tokenRequest(untrusted, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-    ]);
+    const res = await redeem({ code }, [], untrusted);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(audOf(res.body.access_token)).toEqual([BILLING, REPORTS]);
   });
 
   it("a refresh keeps the authorization's resources, may narrow them, and refuses another without rotating the token", async () => {
     const { code, verifier } = await codeFor([BILLING, REPORTS]);
-    const first = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-      ['code_verifier', verifier],
-    ]);
+    const first = await redeem({ code, verifier });
     const kept = await tokenRequest(client, [
       ['grant_type', 'refresh_token'],
       ['refresh_token', first.body.refresh_token],
@@ -263,11 +225,7 @@ describe('resource indicators (RFC 8707)', () => {
 
   it('introspection and revocation serve a token issued for another resource to its client', async () => {
     const { code, verifier } = await codeFor([BILLING]);
-    const res = await tokenRequest(client, [
-      ['grant_type', 'authorization_code'],
-      ['code', code],
-      ['code_verifier', verifier],
-    ]);
+    const res = await redeem({ code, verifier });
     const introspected = await backChannel(t, '/introspect', client, { token: res.body.access_token });
     expect(introspected.body).toMatchObject({ active: true, aud: BILLING, client_id: client.client_id });
     expect((await backChannel(t, '/revoke', client, { token: res.body.access_token })).status).toBe(200);

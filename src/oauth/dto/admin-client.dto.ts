@@ -1,8 +1,19 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { OptionalField, SingleLine } from '../../common/validation';
 import { GRANT_TYPES, type GrantType } from '../entities/client.entity';
 import { MAX_REFRESH_GRACE_SECONDS } from '../clients.service';
+
+/** An optional list of at most 20 URIs (each checked further by the clients service). */
+function OptionalUriList(field: string): PropertyDecorator {
+  return applyDecorators(
+    OptionalField(),
+    IsArray({ message: `${field} must be an array of URIs` }),
+    ArrayMaxSize(20, { message: `${field} holds at most 20 URIs` }),
+    IsString({ each: true, message: `${field} must be an array of URIs` }),
+  );
+}
 
 /** POST /admin/clients: what `client:create` takes, as JSON. */
 export class CreateClientDto {
@@ -13,10 +24,7 @@ export class CreateClientDto {
   name: string;
 
   @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'], description: 'required for authorization_code' })
-  @OptionalField()
-  @IsArray({ message: 'redirect_uris must be an array of URIs' })
-  @ArrayMaxSize(20, { message: 'redirect_uris holds at most 20 URIs' })
-  @IsString({ each: true, message: 'redirect_uris must be an array of URIs' })
+  @OptionalUriList('redirect_uris')
   redirect_uris?: string[];
 
   @ApiPropertyOptional({ example: false, default: false, description: 'a public client (PKCE, no secret)' })
@@ -48,10 +56,7 @@ export class CreateClientDto {
   refresh_grace_seconds?: number;
 
   @ApiPropertyOptional({ type: [String], example: ['https://billing.example.com/api'], description: 'RFC 8707 resources besides this API' })
-  @OptionalField()
-  @IsArray({ message: 'resources must be an array of URIs' })
-  @ArrayMaxSize(20, { message: 'resources holds at most 20 URIs' })
-  @IsString({ each: true, message: 'resources must be an array of URIs' })
+  @OptionalUriList('resources')
   resources?: string[];
 }
 
@@ -63,9 +68,6 @@ export class UpdateClientDto {
   scope?: string;
 
   @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'] })
-  @OptionalField()
-  @IsArray({ message: 'redirect_uris must be an array of URIs' })
-  @ArrayMaxSize(20, { message: 'redirect_uris holds at most 20 URIs' })
-  @IsString({ each: true, message: 'redirect_uris must be an array of URIs' })
+  @OptionalUriList('redirect_uris')
   redirect_uris?: string[];
 }
