@@ -39,6 +39,7 @@ export class AppConfig {
     'CORS_ORIGINS',
     'TRUST_PROXY',
     'LOG_LEVEL',
+    'LOG_FORMAT',
     'NODE_ENV',
     'ALLOW_SQLITE_IN_PRODUCTION',
     'REQUEST_TIMEOUT',
@@ -55,6 +56,8 @@ export class AppConfig {
   readonly nodeEnv: string;
   readonly production: boolean;
   readonly logLevel: string;
+  /** `json` (one object a line) or `pretty` (pino-pretty, for people at a terminal). */
+  readonly logFormat: 'json' | 'pretty';
   readonly trustProxy: boolean;
   /** Seconds a client has to send a whole request (headers and body); then 408 and the connection is closed. */
   readonly requestTimeout: number;
@@ -106,6 +109,10 @@ export class AppConfig {
     if (!levels.includes(this.logLevel)) {
       throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got "${this.logLevel}"`);
     }
+    // Human-readable by default only where a person reads it: in development, on a terminal.
+    const format = env.LOG_FORMAT || (this.nodeEnv === 'development' && process.stdout.isTTY ? 'pretty' : 'json');
+    if (format !== 'json' && format !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${format}"`);
+    this.logFormat = format;
     this.trustProxy = env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1';
     this.requestTimeout = wholeSeconds(env, 'REQUEST_TIMEOUT', 30);
     this.headersTimeout = wholeSeconds(env, 'HEADERS_TIMEOUT', Math.min(10, this.requestTimeout));

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
+import pinoPretty from 'pino-pretty';
 import { AppConfig } from '../config/app-config';
 
 /** The one pino instance: application logs (through nestjs-pino's Logger) and the access log both write to it. */
@@ -31,7 +32,18 @@ const LOG_DESTINATION = Symbol('LOG_DESTINATION');
  */
 const destinationProvider = {
   provide: LOG_DESTINATION,
-  useFactory: () => pino.destination({ dest: 1, sync: false, minLength: 8192, periodicFlush: 250 }),
+  inject: [AppConfig],
+  useFactory: (config: AppConfig): pino.DestinationStream =>
+    config.logFormat === 'pretty'
+      ? // LOG_FORMAT=pretty (by default in development on a terminal): one readable line per entry, in process.
+        pinoPretty({
+          destination: 1,
+          colorize: Boolean(process.stdout.isTTY),
+          translateTime: 'SYS:HH:MM:ss.l',
+          ignore: 'pid,hostname',
+          singleLine: true,
+        })
+      : pino.destination({ dest: 1, sync: false, minLength: 8192, periodicFlush: 250 }),
 };
 
 const rootLoggerProvider = {
@@ -60,7 +72,7 @@ const accessLoggerProvider = {
 class PinoLoggersModule {}
 
 /**
- * JSON logs (pino). Requests are logged by the lean middleware in `access-log.middleware.ts` (one line each)
+ * JSON logs (pino), or human-readable ones with `LOG_FORMAT=pretty`. Requests are logged by the lean middleware in `access-log.middleware.ts` (one line each)
  * rather than pino-http, whose per-request child loggers cost more than the rest of a request here.
  */
 @Module({

@@ -193,11 +193,35 @@ describe('the built service', () => {
     }, 60_000);
   });
 
+  it('writes human-readable lines with LOG_FORMAT=pretty, and never a token there either', async () => {
+    const db = tempSqliteUrl();
+    const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
+    try {
+      const demo = demoFrom(svc.output());
+      const flow = await codeFlow(svc.baseUrl, demo);
+      for (let i = 0; i < 40 && !svc.output().includes('/api/resource'); i++) await new Promise((r) => setTimeout(r, 50));
+      const logs = svc.output().slice(svc.output().indexOf('open in a browser:'));
+      const afterBanner = logs.slice(logs.indexOf('\n') + 1);
+      for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
+      const completed = afterBanner.split('\n').filter((l) => l.includes('request completed'));
+      expect(completed.length).toBeGreaterThan(0);
+      for (const line of completed) {
+        expect(line.startsWith('{')).toBe(false);
+        expect(line).toMatch(/INFO/);
+      }
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exit;
+      db.remove();
+    }
+  });
+
   describe('configuration', () => {
     it.each([
       [{ ACCESS_TOKEN_TTL: '60s' }, 'ACCESS_TOKEN_TTL'],
       [{ DATABASE_URL: 'mysql://localhost/app' }, 'DATABASE_URL'],
       [{ PORT: 'eighty' }, 'PORT'],
+      [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
       [{ NODE_ENV: 'production', ISSUER: 'https://auth.example.com' }, 'DATABASE_URL'],
       [{ NODE_ENV: 'production', DATABASE_URL: 'postgres://u@127.0.0.1:1/x', ISSUER: 'http://auth.example.com' }, 'ISSUER'],
     ])('refuses to start with %o and names %s in one line', (env, variable) => {
