@@ -15,6 +15,17 @@ const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect']);
 /** Statuses RFC 6749 5.2 has an error code for; others (429, 5xx) stay problem+json there too. */
 const OAUTH_STATUSES = new Set([400, 401, 413, 415]);
 
+/**
+ * The error code of an answer that keeps an OAuth JSON format (`{ error, error_description }`) instead of
+ * problem+json: RFC 6749 5.2 at the token, revocation and introspection endpoints, RFC 7591 3.2.2 for a
+ * registration body the parsers or field checks refuse. Undefined: problem+json.
+ */
+function oauthErrorCode(path: string, status: number): string | undefined {
+  if (OAUTH_JSON_PATHS.has(path) && OAUTH_STATUSES.has(status)) return status === 401 ? 'invalid_client' : 'invalid_request';
+  if (status === 400 && (path === '/register' || path.startsWith('/register/'))) return 'invalid_client_metadata';
+  return undefined;
+}
+
 const BODY_PARSER_STATUS: Record<string, number> = {
   'entity.parse.failed': 400,
   'entity.too.deep': 400,
@@ -57,16 +68,11 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     // No route matched (Nest's not-found handler): when the path exists with other methods, 405 with Allow.
     if (exception instanceof NotFoundException && req.route === undefined && this.answeredMethodMiss(req, res, instance)) return;
     const { status, detail, code, headers, errors } = this.classify(exception, req);
-    if (OAUTH_JSON_PATHS.has(req.path) && OAUTH_STATUSES.has(status)) {
+    const oauthError = oauthErrorCode(req.path, status);
+    if (oauthError) {
       // A body that is not a form at all is a malformed request there (RFC 6749 5.2; the contract's /token rule).
       res.status(exception instanceof UnreadBodyError ? 400 : status).setHeader('Cache-Control', 'no-store');
-      res.json({ error: status === 401 ? 'invalid_client' : 'invalid_request', error_description: detail });
-      return;
-    }
-    if (status === 400 && (req.path === '/register' || req.path.startsWith('/register/'))) {
-      // RFC 7591 3.2.2: a body the parsers or the field checks refuse is invalid client metadata.
-      res.status(400).setHeader('Cache-Control', 'no-store');
-      res.json({ error: 'invalid_client_metadata', error_description: detail });
+      res.json({ error: oauthError, error_description: detail });
       return;
     }
     const challenge = headers['WWW-Authenticate'];

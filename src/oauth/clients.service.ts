@@ -84,6 +84,18 @@ function checkedRedirectUris(uris: string[]): string[] {
   return [...new Set(uris)];
 }
 
+/** A client's name: 1 to 100 characters once trimmed (`field` names it in the message). */
+function checkedName(name: string | undefined, field: string): string {
+  const trimmed = name?.trim();
+  if (!trimmed || trimmed.length > 100) throw new InvalidClientInputError(`${field} must be 1 to 100 characters`);
+  return trimmed;
+}
+
+/** The redirect URIs of a client with `grantTypes`: required for the code grant; a client that only acts as itself may have none. */
+function redirectUrisFor(grantTypes: GrantType[], uris: string[]): string[] {
+  return grantTypes.includes('authorization_code') || uris.length ? checkedRedirectUris(uris) : [];
+}
+
 const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
 
 /** The grants a new client may use, checked against what it is (public or confidential). */
@@ -146,12 +158,9 @@ export class ClientsService {
   constructor(@InjectRepository(Client) private readonly clients: Repository<Client>) {}
 
   async create(input: CreateClientInput): Promise<ClientView> {
-    const name = input.name?.trim();
-    if (!name || name.length > 100) throw new InvalidClientInputError('--name must be 1 to 100 characters');
+    const name = checkedName(input.name, '--name');
     const grantTypes = checkedGrantTypes(input.grantTypes, Boolean(input.isPublic));
-    // A client that only acts as itself never redirects anyone.
-    const redirectUris =
-      grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [];
+    const redirectUris = redirectUrisFor(grantTypes, input.redirectUris);
     // A service acting as itself gets exactly the scopes named for it, never "every scope" by default.
     if (grantTypes.includes('client_credentials') && input.scope === undefined) {
       throw new InvalidClientInputError('--scope is required with --grant client_credentials (the scopes the service may use as itself)');
@@ -209,13 +218,12 @@ export class ClientsService {
   ): Promise<Client> {
     const found = await this.find(clientId);
     if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
-    const name = input.name?.trim();
-    if (!name || name.length > 100) throw new InvalidClientInputError('client_name must be 1 to 100 characters');
+    const name = checkedName(input.name, 'client_name');
     const grantTypes = checkedGrantTypes(input.grantTypes, found.isPublic);
     const changes = {
       name,
       grantTypes,
-      redirectUris: grantTypes.includes('authorization_code') || input.redirectUris.length ? checkedRedirectUris(input.redirectUris) : [],
+      redirectUris: redirectUrisFor(grantTypes, input.redirectUris),
       scope: checkedScope(input.scope ?? allScopes().join(' ')),
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
     };

@@ -185,7 +185,7 @@ export class CodeGrantService {
       throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 unreserved characters.');
     }
     // A resource this client may never name is refused before the code is spent (RFC 8707 2.2).
-    this.resources.atTokenEndpoint(client, input.resource);
+    const requestedResources = this.resources.atTokenEndpoint(client, input.resource);
     const withRefresh = client.grantTypes.includes('refresh_token');
     const codeHash = hashSecret(input.code);
     const now = Date.now();
@@ -234,7 +234,7 @@ export class CodeGrantService {
     }
     // The code is spent: a resource outside the authorization is refused, and the refresh token the statement
     // may have stored is never handed out (nobody holds its secret).
-    const audience = this.resources.audience(this.resources.forToken(client, input.resource, row.grant_resources));
+    const audience = this.resources.audienceFor(requestedResources, row.grant_resources);
     const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
     // The checks above are the statement's conditions: a refresh token is stored exactly when they pass.
     // A client not allowed the refresh-token grant gets no refresh token it could not use.

@@ -93,7 +93,7 @@ export class RefreshGrantService {
       const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, params);
       if (rotated) {
         const expiresAt = epochMs(rotated.grant_expires_at);
-        const audience = this.resources.audience(this.resources.forToken(client, undefined, rotated.grant_resources));
+        const audience = this.resources.audienceFor([], rotated.grant_resources);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience };
         return this.issuer.respond(grant, rotated.scope, next);
       }
@@ -103,7 +103,7 @@ export class RefreshGrantService {
     if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource }, now);
     const grantExpiresAt = liveGrantExpiry(row, now);
     const scope = narrowed(row.scope, requestedScope);
-    const audience = this.resources.audience(this.resources.forToken(client, resource, row.grant_resources));
+    const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, resource), row.grant_resources);
 
     const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash, sealed });
     if (!won.affected) {
@@ -134,7 +134,7 @@ export class RefreshGrantService {
       if (successor.rotated_at === null && successor.client_id === client.id) {
         const grantExpiresAt = liveGrantExpiry(successor, now);
         const scope = narrowed(successor.scope, requested.requestedScope);
-        const audience = this.resources.audience(this.resources.forToken(client, requested.resource, successor.grant_resources));
+        const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, requested.resource), successor.grant_resources);
         const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented), successorHash: hash });
         if (used.affected) {
           const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };

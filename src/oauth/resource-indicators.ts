@@ -42,18 +42,18 @@ export class ResourceIndicators {
   }
 
   /**
-   * At the token endpoint: the resources named now, which must be among those of the grant (its authorization
-   * request's, or the API when it named none); when none is named now, the grant's.
+   * The `aud` of a token of a grant: the resources `requested` at the token endpoint (as {@link atTokenEndpoint}
+   * checked them), which must be among the grant's (its authorization request's, or the API when it named none);
+   * when none is requested, the grant's.
    */
-  forToken(client: Client, raw: string | undefined, granted: string | null): string[] {
-    const requested = this.atTokenEndpoint(client, raw);
+  audienceFor(requested: string[], granted: string | null): string | string[] {
     const grantResources = granted ? granted.split(' ') : [];
-    if (requested.length === 0) return grantResources;
+    if (requested.length === 0) return this.audience(grantResources);
     const allowed = new Set(grantResources.length ? grantResources : [this.config.audience]);
     if (requested.some((r) => !allowed.has(r))) {
       throw new OAuthError('invalid_target', 'A requested resource was not part of the authorization.');
     }
-    return requested;
+    return this.audience(requested);
   }
 
   /** {@link requested}, refusing as the token endpoint answers (an `invalid_target` {@link OAuthError}). */

@@ -93,6 +93,12 @@ async function codeFlow(baseUrl: string, demo: Demo) {
   };
 }
 
+/** What a service wrote after the demo banner: the credentials are printed there once, on purpose; every log line after it must be clean. */
+function logsAfterBanner(output: string): string {
+  const logs = output.slice(output.indexOf('open in a browser:'));
+  return logs.slice(logs.indexOf('\n') + 1);
+}
+
 describe('the built service', () => {
   beforeAll(() => buildOnce(), 120_000);
 
@@ -116,9 +122,7 @@ describe('the built service', () => {
       const flow = await codeFlow(svc.baseUrl, demo);
       // A request's line is written when its response has finished; give the last one a moment.
       for (let i = 0; i < 40 && !svc.output().includes('"path":"/api/resource"'); i++) await new Promise((r) => setTimeout(r, 50));
-      // The demo credentials are printed once at start-up, on purpose; every log line after it must be clean.
-      const logs = svc.output().slice(svc.output().indexOf('open in a browser:'));
-      const afterBanner = logs.slice(logs.indexOf('\n') + 1);
+      const afterBanner = logsAfterBanner(svc.output());
       for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
 
       const lines = afterBanner
@@ -200,8 +204,7 @@ describe('the built service', () => {
       const demo = demoFrom(svc.output());
       const flow = await codeFlow(svc.baseUrl, demo);
       for (let i = 0; i < 40 && !svc.output().includes('/api/resource'); i++) await new Promise((r) => setTimeout(r, 50));
-      const logs = svc.output().slice(svc.output().indexOf('open in a browser:'));
-      const afterBanner = logs.slice(logs.indexOf('\n') + 1);
+      const afterBanner = logsAfterBanner(svc.output());
       for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
       const completed = afterBanner.split('\n').filter((l) => l.includes('request completed'));
       expect(completed.length).toBeGreaterThan(0);
