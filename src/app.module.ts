@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
@@ -22,6 +23,7 @@ import { OAuthModule } from './oauth/oauth.module';
     RateLimitModule,
     KeysModule,
     AuthModule,
+    AuditModule,
     OAuthModule,
     ...FEATURE_MODULES,
     HealthModule,

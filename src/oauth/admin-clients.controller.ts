@@ -1,3 +1,4 @@
+import { type AuditBy, AuditedBy } from '../audit/audit-events';
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
@@ -66,18 +67,22 @@ export class AdminClientsController {
     @Body() body: CreateClientDto,
     @NoQueryParams() _query: unknown,
     @Res({ passthrough: true }) res: Response,
+    @AuditedBy() by: AuditBy,
   ): Promise<ClientView> {
     const client = await checked(() =>
-      this.clients.create({
-        name: body.name,
-        redirectUris: body.redirect_uris ?? [],
-        isPublic: body.public,
-        trusted: body.trusted,
-        scope: body.scope,
-        grantTypes: body.grant_types,
-        refreshGraceSeconds: body.refresh_grace_seconds,
-        resources: body.resources,
-      }),
+      this.clients.create(
+        {
+          name: body.name,
+          redirectUris: body.redirect_uris ?? [],
+          isPublic: body.public,
+          trusted: body.trusted,
+          scope: body.scope,
+          grantTypes: body.grant_types,
+          refreshGraceSeconds: body.refresh_grace_seconds,
+          resources: body.resources,
+        },
+        by,
+      ),
     );
     res.location(`/admin/clients/${encodeURIComponent(client.client_id)}`);
     return client;
@@ -87,8 +92,13 @@ export class AdminClientsController {
   @CLIENT_ID
   @ApiOkResponse({ description: 'The changed client' })
   @ApiProblems(404, 413, 415)
-  update(@Param('clientId') clientId: string, @Body() body: UpdateClientDto, @NoQueryParams() _query: unknown): Promise<ClientView> {
-    return checked(() => this.clients.update(clientId, { scope: body.scope, redirectUris: body.redirect_uris }));
+  update(
+    @Param('clientId') clientId: string,
+    @Body() body: UpdateClientDto,
+    @NoQueryParams() _query: unknown,
+    @AuditedBy() by: AuditBy,
+  ): Promise<ClientView> {
+    return checked(() => this.clients.update(clientId, { scope: body.scope, redirectUris: body.redirect_uris }, by));
   }
 
   @Post(':clientId/secret')
@@ -99,8 +109,8 @@ export class AdminClientsController {
       'The client with its new client_secret, shown this once; the old secret and the client-credentials tokens it obtained stop working',
   })
   @ApiProblems(404)
-  async rotateSecret(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<ClientView> {
-    const client = await checked(() => this.clients.rotateSecret(clientId));
+  async rotateSecret(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown, @AuditedBy() by: AuditBy): Promise<ClientView> {
+    const client = await checked(() => this.clients.rotateSecret(clientId, by));
     // A secret is replaced when it leaked: what it obtained goes with it.
     await this.lifecycle.revokeClientCredentialsTokens(clientId);
     return client;
@@ -111,9 +121,9 @@ export class AdminClientsController {
   @HttpCode(204)
   @ApiNoContentResponse({ description: 'Deleted with its grants, codes, refresh tokens and consents; its access tokens stop working' })
   @ApiProblems(404)
-  async delete(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<void> {
+  async delete(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown, @AuditedBy() by: AuditBy): Promise<void> {
     if (!(await this.clients.find(clientId))) throw new DomainError(ClientsError.NotFound, 'There is no client with this id.');
     await this.lifecycle.revokeClientGrants(clientId);
-    await this.clients.remove(clientId);
+    await this.clients.remove(clientId, by);
   }
 }

@@ -1,3 +1,4 @@
+import { auditContextOf } from '../audit/audit-events';
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
@@ -71,7 +72,7 @@ export class AuthorizeController {
 
     if (request.client.trusted) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
-      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request));
+      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req));
       if (code === undefined) res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
       else sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
       return;
@@ -85,7 +86,7 @@ export class AuthorizeController {
     const requested = request.scope.split(' ');
     const { consented } = session;
     if (!consented || requested.every((s) => consented.has(s))) {
-      await this.redirectWithCode(res, request, session.userId, 302);
+      await this.redirectWithCode(req, res, request, session.userId, 302);
       return;
     }
     sendHtml(
@@ -130,11 +131,12 @@ export class AuthorizeController {
     const request = await this.validator.validate(params);
     if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
     if (decision === 'allow') {
-      await this.consents.record(session.userId, request.client.id, request.scope);
-      await this.redirectWithCode(res, request, session.userId, 303);
+      await this.consents.record(session.userId, request.client.id, request.scope, auditContextOf(req));
+      await this.redirectWithCode(req, res, request, session.userId, 303);
       return;
     }
     if (decision === 'deny') {
+      await this.consents.deny(session.userId, request.client.id, request.scope, auditContextOf(req));
       sendRedirect(
         res,
         303,
@@ -171,17 +173,19 @@ export class AuthorizeController {
   }
 
   private async redirectWithCode(
+    req: Request,
     res: Response,
     request: Extract<AuthorizationRequestResult, { kind: 'valid' }>,
     userId: string,
     status: 302 | 303,
   ): Promise<void> {
-    const code = await this.codeGrant.issueCode({ ...this.codeInput(request), userId });
+    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId });
     sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
   }
 
-  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>): Omit<IssueCodeInput, 'userId'> {
+  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>, req: Request): Omit<IssueCodeInput, 'userId'> {
     return {
+      context: auditContextOf(req),
       client: request.client,
       scope: request.scope,
       resources: request.resources,

@@ -1,3 +1,4 @@
+import { auditContextOf } from '../audit/audit-events';
 import { type CanActivate, type ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
 import type { Request } from 'express';
 import { CONTROL_CHARACTER } from '../common/text';
@@ -43,11 +44,14 @@ export class ClientAuthGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<OAuthRequest>();
     const form = formBody(req);
     req.oauthForm = form;
-    req.oauthClient = await this.clients.authenticate({
-      authorization: req.headers.authorization,
-      clientId: form.client_id,
-      clientSecret: form.client_secret,
-    });
+    req.oauthClient = await this.clients.authenticate(
+      {
+        authorization: req.headers.authorization,
+        clientId: form.client_id,
+        clientSecret: form.client_secret,
+      },
+      auditContextOf(req),
+    );
     return true;
   }
 }

@@ -1,3 +1,5 @@
+import { type AuditBy, type AuditContext, BY_SYSTEM } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
@@ -155,9 +157,12 @@ function checkedScope(scope: string): string {
 export class ClientsService {
   private readonly cache = new Map<string, { client: Readonly<Client>; until: number }>();
 
-  constructor(@InjectRepository(Client) private readonly clients: Repository<Client>) {}
+  constructor(
+    @InjectRepository(Client) private readonly clients: Repository<Client>,
+    private readonly audit: AuditService,
+  ) {}
 
-  async create(input: CreateClientInput): Promise<ClientView> {
+  async create(input: CreateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     const name = checkedName(input.name, '--name');
     const grantTypes = checkedGrantTypes(input.grantTypes, Boolean(input.isPublic));
     const redirectUris = redirectUrisFor(grantTypes, input.redirectUris);
@@ -186,7 +191,8 @@ export class ClientsService {
       tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
       createdAt: Date.now(),
     });
-    await this.clients.insert(client);
+    const details = { name, grant_types: grantTypes.join(' ') };
+    await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, (m) => m.insert(Client, client));
     return { ...ClientsService.view(client), ...(secret ? { client_secret: secret } : {}) };
   }
 
@@ -194,7 +200,7 @@ export class ClientsService {
    * Changes what a registered client may do: its allowed scopes and/or its redirect URIs (each list replaces the
    * old one). Grants already given keep their scopes; new authorization requests are checked against these.
    */
-  async update(clientId: string, changes: UpdateClientInput): Promise<ClientView> {
+  async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     const found = await this.find(clientId);
     if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
@@ -203,7 +209,14 @@ export class ClientsService {
     }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
     if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
-    await this.clients.update({ id: client.id }, { scope: client.scope, redirectUris: client.redirectUris });
+    const details = {
+      changed: Object.keys(changes)
+        .filter((key) => changes[key as keyof UpdateClientInput] !== undefined)
+        .join(' '),
+    };
+    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, (m) =>
+      m.update(Client, { id: client.id }, { scope: client.scope, redirectUris: client.redirectUris }),
+    );
     this.cache.delete(client.id);
     return ClientsService.view(client);
   }
@@ -215,6 +228,7 @@ export class ClientsService {
   async replaceRegistration(
     clientId: string,
     input: Pick<CreateClientInput, 'name' | 'redirectUris' | 'scope' | 'grantTypes'>,
+    by: AuditBy,
   ): Promise<Client> {
     const found = await this.find(clientId);
     if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
@@ -227,7 +241,8 @@ export class ClientsService {
       scope: checkedScope(input.scope ?? allScopes().join(' ')),
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
     };
-    await this.clients.update({ id: clientId }, changes);
+    const details = { changed: 'registration' };
+    await this.audit.recorded({ type: 'client.updated', clientId, details }, by, (m) => m.update(Client, { id: clientId }, changes));
     this.cache.delete(clientId);
     return { ...found, ...changes };
   }
@@ -239,19 +254,21 @@ export class ClientsService {
   }
 
   /** A new secret for a confidential client, shown once; the old one stops working at once on this instance. */
-  async rotateSecret(clientId: string): Promise<ClientView> {
+  async rotateSecret(clientId: string, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     const client = await this.find(clientId);
     if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     if (client.isPublic) throw new InvalidClientInputError('a public client has no secret');
     const secret = randomSecret(32);
-    await this.clients.update({ id: clientId }, { secretHash: hashSecret(secret) });
+    await this.audit.recorded({ type: 'client.secret_rotated', clientId }, by, (m) =>
+      m.update(Client, { id: clientId }, { secretHash: hashSecret(secret) }),
+    );
     this.cache.delete(clientId);
     return { ...ClientsService.view(client), client_secret: secret };
   }
 
   /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */
-  async remove(clientId: string): Promise<void> {
-    await this.clients.delete({ id: clientId });
+  async remove(clientId: string, by: AuditBy = BY_SYSTEM): Promise<void> {
+    await this.audit.recorded({ type: 'client.deleted', clientId }, by, (m) => m.delete(Client, { id: clientId }));
     this.cache.delete(clientId);
   }
 
@@ -286,9 +303,27 @@ export class ClientsService {
 
   /**
    * Client authentication at /token, /revoke and /introspect: `client_secret_basic`, `client_secret_post`, or
-   * `none` for public clients. Two methods at once is `invalid_request`.
+   * `none` for public clients. Two methods at once is `invalid_request`. A failure (`invalid_client`) is a
+   * `client.authentication_failed` event, naming the client when it exists.
    */
-  async authenticate(credentials: ClientCredentials): Promise<Client> {
+  async authenticate(credentials: ClientCredentials, context: AuditContext): Promise<Client> {
+    try {
+      return await this.checkCredentials(credentials);
+    } catch (error) {
+      if (error instanceof OAuthError && error.error === 'invalid_client') {
+        const named = parseBasicCredentials(credentials.authorization)?.id ?? credentials.clientId;
+        const known = named !== undefined ? await this.find(named) : undefined;
+        const details = { reason: known ? error.description : 'no such client' };
+        await this.audit.record(
+          { type: 'client.authentication_failed', actor: 'anonymous', clientId: known?.id ?? null, details },
+          context,
+        );
+      }
+      throw error;
+    }
+  }
+
+  private async checkCredentials(credentials: ClientCredentials): Promise<Client> {
     const header = credentials.authorization;
     const parsed = parseBasicCredentials(header);
     if (header !== undefined && parsed === undefined) {

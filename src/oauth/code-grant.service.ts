@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import type { AuditContext } from '../audit/audit-events';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
@@ -19,6 +21,7 @@ export interface IssueCodeInput {
   resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
+  context: AuditContext;
 }
 
 export interface CodeExchangeInput {
@@ -40,10 +43,17 @@ const CODE_INSERT = `
   INSERT INTO authorization_codes
     (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
   VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL)`;
-const INSERT_GRANT = new Statement(GRANT_INSERT);
-const INSERT_CODE = new Statement(CODE_INSERT);
-/** PostgreSQL: the grant and its code in one statement (one round trip). */
-const INSERT_GRANT_AND_CODE = new Statement(`WITH grant_row AS (${GRANT_INSERT}) ${CODE_INSERT}`);
+/** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
+const INSERT_GRANT_AND_CODE = new Statement(
+  `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${CODE_INSERT}`,
+);
+/** SQLite: the same through the `code_issue` view, whose INSTEAD OF trigger writes the three rows. */
+const INSERT_CODE_ISSUE = sql`
+  INSERT INTO code_issue
+    (grant_id, user_id, client_id, scope, resources, created_at, grant_expires_at,
+     code_hash, redirect_uri, code_challenge, code_expires_at, audit_id, actor, address, request_id, details)
+  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt,
+     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
 /**
  * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
  * session is live, in one statement (one round trip for the whole authorization request).
@@ -62,8 +72,12 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
       (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
     SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL
     FROM grant_row
-    RETURNING 1)
-  SELECT EXISTS (SELECT 1 FROM code_row) AS issued`);
+    RETURNING user_id),
+  audit AS (
+    ${AUDIT_INSERT}
+    SELECT :auditId, CAST(:now AS bigint), :auditType, 'user:' || user_id, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
+    FROM code_row)
+  SELECT user_id FROM code_row`);
 
 const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at';
 /**
@@ -90,15 +104,23 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
   code AS (
     SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources
     FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
+  passed AS (
+    SELECT * FROM code
+    WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
+      AND code_challenge IS NOT DISTINCT FROM :challenge
+      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM code
-    WHERE :withRefresh AND grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
-      AND code_challenge IS NOT DISTINCT FROM :challenge
-      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
+    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM passed
+    WHERE :withRefresh
+    RETURNING 1),
+  audit AS (
+    ${AUDIT_INSERT}
+    SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
+    FROM passed
     RETURNING 1)
-  SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued FROM code`);
-const FIND_CODE = sql`SELECT grant_id, client_id FROM authorization_codes WHERE code_hash = :codeHash`;
+  SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued, EXISTS (SELECT 1 FROM audit) AS audited FROM code`);
+const FIND_CODE = sql`SELECT grant_id, client_id, user_id FROM authorization_codes WHERE code_hash = :codeHash`;
 
 interface ConsumedCode {
   grant_id: string;
@@ -112,13 +134,16 @@ interface ConsumedCode {
   grant_resources: string | null;
   /** PostgreSQL: whether the statement stored the new refresh token. */
   issued?: boolean;
+  /** PostgreSQL: whether the statement stored the `code.redeemed` event (exactly when the code's checks pass). */
+  audited?: boolean;
 }
 
 /**
  * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant; redeeming it is decided
  * by one conditional UPDATE whose returned row picks the one winner, across requests and instances. The hot path
- * is plain SQL instead of the ORM: on PostgreSQL one statement issues a code, one redeems it (with the refresh
- * token); on SQLite, two each (in-process statements cost microseconds, not round trips).
+ * is plain SQL instead of the ORM, and each write carries its audit event in the same statement: on PostgreSQL
+ * one statement issues a code, one redeems it (with the refresh token); on SQLite, one issues it (through the
+ * `code_issue` view) and two redeem it (in-process statements cost microseconds, not round trips).
  */
 @Injectable()
 export class CodeGrantService {
@@ -129,18 +154,14 @@ export class CodeGrantService {
     private readonly config: OAuthConfig,
     private readonly sessions: SessionsService,
     private readonly resources: ResourceIndicators,
+    private readonly audit: AuditService,
   ) {}
 
-  /** Starts a grant and returns its authorization code (shown once; stored as a hash). */
+  /** Starts a grant and returns its authorization code (shown once; stored as a hash), with its `code.issued` event. */
   async issueCode(input: IssueCodeInput): Promise<string> {
-    const { code, params } = this.newCode(input, input.userId, Date.now());
-    if (this.db.postgres) {
-      await this.db.run(INSERT_GRANT_AND_CODE, params);
-    } else {
-      // In-process SQLite: two statements cost microseconds, not round trips.
-      await this.db.run(INSERT_GRANT, params);
-      await this.db.run(INSERT_CODE, params);
-    }
+    const { code, params, event } = this.newCode(input, input.userId, Date.now());
+    await this.db.run(this.db.postgres ? INSERT_GRANT_AND_CODE : INSERT_CODE_ISSUE, params);
+    this.audit.log(event);
     return code;
   }
 
@@ -156,13 +177,20 @@ export class CodeGrantService {
     const sessionId = this.sessions.idOf(sessionSecret);
     if (sessionId === undefined) return undefined;
     // The user is the session's: the statement takes it from the session row.
-    const { code, params } = this.newCode(input, null, Date.now());
-    const row = await this.db.one<{ issued: boolean }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId });
-    return row?.issued ? code : undefined;
+    const { code, params, event } = this.newCode(input, null, Date.now());
+    const row = await this.db.one<{ user_id: string }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId });
+    if (!row) return undefined;
+    this.audit.log({ ...event, actor: `user:${row.user_id}`, userId: row.user_id });
+    return code;
   }
 
   private newCode(input: Omit<IssueCodeInput, 'userId'>, userId: string | null, now: number) {
     const code = randomSecret(32);
+    const event = AuditService.event(
+      { type: 'code.issued', actor: `user:${userId}`, userId, clientId: input.client.id, details: { scope: input.scope } },
+      input.context,
+      now,
+    );
     const params = {
       grantId: randomUUID(),
       codeHash: hashSecret(code),
@@ -175,11 +203,12 @@ export class CodeGrantService {
       now,
       grantExpiresAt: now + this.config.refreshTokenTtl * 1000,
       codeExpiresAt: now + this.config.authCodeTtl * 1000,
+      ...AuditService.params(event),
     };
-    return { code, params };
+    return { code, params, event };
   }
 
-  async exchange(client: Client, input: CodeExchangeInput): Promise<TokenResponse> {
+  async exchange(client: Client, input: CodeExchangeInput, context: AuditContext): Promise<TokenResponse> {
     if (!input.code) throw new OAuthError('invalid_request', 'code is required.');
     if (input.codeVerifier !== undefined && !PKCE_VALUE.test(input.codeVerifier)) {
       throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 unreserved characters.');
@@ -189,6 +218,8 @@ export class CodeGrantService {
     const withRefresh = client.grantTypes.includes('refresh_token');
     const codeHash = hashSecret(input.code);
     const now = Date.now();
+    const actor = `client:${client.id}` as const;
+    const event = AuditService.event({ type: 'code.redeemed', actor, clientId: client.id }, context, now);
     let row: ConsumedCode | undefined;
     let refresh: RefreshTokenSecret | undefined;
     if (this.db.postgres) {
@@ -202,16 +233,18 @@ export class CodeGrantService {
         redirectUri: input.redirectUri ?? null,
         registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
         withRefresh,
+        ...AuditService.params(event),
       });
     } else {
       row = await this.db.one<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id });
     }
     if (!row) {
-      const known = await this.db.one<{ grant_id: string; client_id: string }>(FIND_CODE, { codeHash });
+      const known = await this.db.one<{ grant_id: string; client_id: string; user_id: string }>(FIND_CODE, { codeHash });
       // Unknown, or a code of another client, which is not consumed: that client cannot burn it.
       if (!known || known.client_id !== client.id) throw invalidGrant('The authorization code is invalid.');
       // Presented a second time: whatever the first redemption issued is revoked (RFC 6749 4.1.2).
-      await this.lifecycle.revokeGrant(known.grant_id);
+      const replayed = { type: 'code.replayed', actor, userId: known.user_id, clientId: client.id } as const;
+      await this.lifecycle.revokeGrant(known.grant_id, AuditService.event(replayed, context, now));
       throw invalidGrant('The authorization code was already used.');
     }
     // The code is consumed now, whatever the outcome below.
@@ -236,10 +269,19 @@ export class CodeGrantService {
     // may have stored is never handed out (nobody holds its secret).
     const audience = this.resources.audienceFor(requestedResources, row.grant_resources);
     const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
-    // The checks above are the statement's conditions: a refresh token is stored exactly when they pass.
+    // The checks above are the statement's conditions: on PostgreSQL the event (and the refresh token, for a
+    // client allowed the refresh-token grant) is stored exactly when they pass.
+    event.userId = row.user_id;
+    if (row.audited) {
+      this.audit.log(event);
+      if (!withRefresh) return this.issuer.respond(grant, row.scope);
+      if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
+    }
     // A client not allowed the refresh-token grant gets no refresh token it could not use.
-    if (!withRefresh) return this.issuer.respond(grant, row.scope);
-    if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
-    return this.issuer.issue(grant, row.scope, now);
+    if (!withRefresh) {
+      await this.audit.save(event);
+      return this.issuer.respond(grant, row.scope);
+    }
+    return this.issuer.issue(grant, row.scope, now, event);
   }
 }

@@ -3,6 +3,9 @@ import { OnEvent } from '@nestjs/event-emitter';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, type Repository } from 'typeorm';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
+import type { AuditEvent } from '../audit/audit-event.entity';
+import type { AuditContext } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
@@ -22,6 +25,7 @@ export class GrantRevocationService {
     @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
+    private readonly audit: AuditService,
   ) {}
 
   async isLive(grantId: string, now: number): Promise<boolean> {
@@ -29,23 +33,33 @@ export class GrantRevocationService {
     return Boolean(grant && grant.revokedAt === null && grant.expiresAt > now);
   }
 
-  /** Revokes a grant: its refresh tokens stop working at once, its access tokens within REVOCATION_SYNC_SECONDS. */
-  async revokeGrant(grantId: string): Promise<void> {
-    const now = Date.now();
-    await this.grants.update({ id: grantId, revokedAt: IsNull() }, { revokedAt: now });
-    await this.revoked.revoke([grantId]);
-    await this.refreshTokens.delete({ grantId, rotatedAt: IsNull() });
+  /**
+   * Revokes a grant: its refresh tokens stop working at once, its access tokens within REVOCATION_SYNC_SECONDS.
+   * `event` (code replayed, refresh token reused, token or grant revoked) is recorded in the same transaction.
+   */
+  async revokeGrant(grantId: string, event: AuditEvent): Promise<void> {
+    await this.grants.manager.transaction(async (manager) => {
+      await manager.update(Grant, { id: grantId, revokedAt: IsNull() }, { revokedAt: event.at });
+      await this.revoked.revoke([grantId], manager);
+      await manager.delete(RefreshToken, { grantId, rotatedAt: IsNull() });
+      await this.audit.save(event, manager);
+    });
+    this.audit.log(event);
   }
 
   /** RFC 7009: revokes the grant of a refresh or access token of this client; anything else is ignored. */
-  async revokeToken(client: Client, token: string): Promise<void> {
+  async revokeToken(client: Client, token: string, context: AuditContext): Promise<void> {
+    const revoked = (userId: string | null) =>
+      AuditService.event({ type: 'token.revoked', actor: `client:${client.id}`, userId, clientId: client.id }, context);
     const refresh = await this.refreshTokens.findOne({ where: { tokenHash: hashSecret(token) } });
     if (refresh) {
-      if (refresh.clientId === client.id) await this.revokeGrant(refresh.grantId);
+      if (refresh.clientId === client.id) await this.revokeGrant(refresh.grantId, revoked(refresh.userId));
       return;
     }
     const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
-    if (access && access.clientId === client.id) await this.revokeGrant(access.grantId);
+    if (access && access.clientId === client.id) {
+      await this.revokeGrant(access.grantId, revoked(access.kind === 'user' ? access.sub : null));
+    }
   }
 
   /**

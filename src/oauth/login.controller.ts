@@ -1,3 +1,5 @@
+import { auditContextOf } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../common/openapi';
 import { CONTROL_CHARACTER } from '../common/text';
@@ -28,6 +30,7 @@ export class LoginController {
     private readonly pages: OAuthPages,
     private readonly config: AppConfig,
     private readonly oauthConfig: OAuthConfig,
+    private readonly audit: AuditService,
   ) {}
 
   @Get('login')
@@ -73,16 +76,20 @@ export class LoginController {
     }
     if (!email || email.length > 254 || !password || password.length > 128) {
       await this.hasher.verifyNothing(password.slice(0, 128));
+      await this.audit.record({ type: 'login.failed', actor: 'anonymous', details: { reason: 'incomplete form' } }, auditContextOf(req));
       fail();
       return;
     }
     const user = await this.users.credentials(email);
     const ok = user ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyNothing(password);
     if (!user || !ok) {
+      // Never the email as typed: a password typed into the wrong field would end up in the trail.
+      const details = { reason: user ? 'wrong password' : 'unknown email' };
+      await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: user?.id ?? null, details }, auditContextOf(req));
       fail();
       return;
     }
-    const { secret } = await this.sessions.start(user.id);
+    const { secret } = await this.sessions.start(user.id, auditContextOf(req));
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
     res.redirect(303, returnTo);
   }

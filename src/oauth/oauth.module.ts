@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { JwtModule } from '@nestjs/jwt';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
@@ -53,6 +54,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AppConfigModule.forFeature(RegistrationConfig),
     JwtModule.register({}),
     AuthModule,
+    AuditModule,
     KeysModule,
     UsersModule,
   ],

@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, epochMs, sql } from '../database/sql';
+import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
+import type { AuditContext } from '../audit/audit-events';
+import type { AuditEvent } from '../audit/audit-event.entity';
+import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
@@ -29,7 +32,7 @@ const USE_GRACE = sql`
  * round trip), done only when the token is this client's, unrotated and live, and its grant is live. When it
  * returns no row, the refresh goes the long way, which finds out why (and revokes the grant on reuse).
  */
-const ROTATE_AND_ISSUE = sql`
+const ROTATE_AND_ISSUE = new Statement(`
   WITH rotated AS (
     UPDATE refresh_tokens r SET rotated_at = :now, successor_sealed = :sealed
     FROM grants g
@@ -39,8 +42,12 @@ const ROTATE_AND_ISSUE = sql`
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
     SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM rotated
-    RETURNING 1)
-  SELECT rotated.* FROM rotated WHERE EXISTS (SELECT 1 FROM issued)`;
+    RETURNING user_id),
+  audit AS (
+    ${AUDIT_INSERT}
+    SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
+    FROM issued)
+  SELECT rotated.* FROM rotated WHERE EXISTS (SELECT 1 FROM issued)`);
 
 interface RefreshTokenRow {
   grant_id: string;
@@ -75,23 +82,27 @@ export class RefreshGrantService {
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
     private readonly resources: ResourceIndicators,
+    private readonly audit: AuditService,
   ) {}
 
   async refresh(
     client: Client,
     presented: string | undefined,
     requestedScope: string | undefined,
-    resource?: string,
+    resource: string | undefined,
+    context: AuditContext,
   ): Promise<TokenResponse> {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
     const now = Date.now();
+    const event = AuditService.event({ type: 'refresh.rotated', actor: `client:${client.id}`, clientId: client.id }, context, now);
     const next = this.issuer.newRefreshToken();
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (this.db.postgres && requestedScope === undefined && resource === undefined) {
-      const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed };
+      const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, ...AuditService.params(event) };
       const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, params);
       if (rotated) {
+        this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);
         const audience = this.resources.audienceFor([], rotated.grant_resources);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience };
@@ -100,7 +111,8 @@ export class RefreshGrantService {
     }
     const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
-    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource }, now);
+    event.userId = row.user_id;
+    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource }, event);
     const grantExpiresAt = liveGrantExpiry(row, now);
     const scope = narrowed(row.scope, requestedScope);
     const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, resource), row.grant_resources);
@@ -109,20 +121,24 @@ export class RefreshGrantService {
     if (!won.affected) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
-      return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, now);
+      return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, event);
     }
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience };
-    return this.issuer.issue(grant, scope, now, row.scope, next);
+    return this.issuer.issue(grant, scope, now, event, row.scope, next);
   }
 
-  /** A rotated refresh token presented again: its one successor within the client's grace, else the grant dies. */
+  /**
+   * A rotated refresh token presented again: its one successor within the client's grace (a `refresh.rotated`
+   * event marked `retried`), else the grant dies (`refresh.reused`).
+   */
   private async presentedAgain(
     client: Client,
     row: RefreshTokenRow,
     presented: string,
     requested: { requestedScope: string | undefined; resource: string | undefined },
-    now: number,
+    event: AuditEvent,
   ): Promise<TokenResponse> {
+    const now = event.at;
     const rotatedAt = epochMs(row.rotated_at, true);
     const inGrace = row.successor_sealed !== null && rotatedAt !== null && now - rotatedAt <= client.refreshGraceSeconds * 1000;
     const secret = inGrace ? openWith(presented, row.successor_sealed!) : undefined;
@@ -137,12 +153,13 @@ export class RefreshGrantService {
         const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, requested.resource), successor.grant_resources);
         const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented), successorHash: hash });
         if (used.affected) {
+          await this.audit.save({ ...event, details: JSON.stringify({ retried: true }) });
           const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
           return this.issuer.respond(grant, scope, { secret, hash });
         }
       }
     }
-    await this.lifecycle.revokeGrant(row.grant_id);
+    await this.lifecycle.revokeGrant(row.grant_id, { ...event, type: 'refresh.reused', userId: row.user_id });
     throw invalidGrant('The refresh token was already used; its grant is revoked.');
   }
 }

@@ -1,3 +1,4 @@
+import { auditContextOf } from '../audit/audit-events';
 import {
   type ArgumentsHost,
   Body,
@@ -114,7 +115,7 @@ export class RegistrationController {
   register(@Req() req: Request, @Body() body: unknown): Promise<RegisteredClient> {
     this.enabled();
     jsonOnly(req);
-    return this.registration.register(body, bearerOf(req));
+    return this.registration.register(body, bearerOf(req), auditContextOf(req));
   }
 
   @Get(':clientId')
@@ -149,7 +150,7 @@ export class RegistrationController {
   replace(@Req() req: Request, @Param('clientId') clientId: string, @Body() body: unknown): Promise<RegisteredClient> {
     this.enabled();
     jsonOnly(req);
-    return this.registration.replace(clientId, body, bearerOf(req));
+    return this.registration.replace(clientId, body, bearerOf(req), auditContextOf(req));
   }
 
   @Delete(':clientId')
@@ -160,7 +161,7 @@ export class RegistrationController {
   @ERROR(401, "invalid_token: the registration access token is missing or not this client's")
   async remove(@Req() req: Request, @Param('clientId') clientId: string): Promise<void> {
     this.enabled();
-    await this.registration.remove(clientId, bearerOf(req));
+    await this.registration.remove(clientId, bearerOf(req), auditContextOf(req));
   }
 
   private enabled(): void {

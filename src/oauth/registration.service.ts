@@ -1,3 +1,4 @@
+import type { AuditContext } from '../audit/audit-events';
 import { Injectable } from '@nestjs/common';
 import { allScopes, isScope } from '../auth/scopes';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../common/text';
@@ -102,7 +103,7 @@ export class RegistrationService {
   }
 
   /** RFC 7591 3: registers a client when `bearer` (the initial access token, if any) admits it. */
-  async register(body: unknown, bearer: string | undefined): Promise<RegisteredClient> {
+  async register(body: unknown, bearer: string | undefined, context: AuditContext): Promise<RegisteredClient> {
     const privileged = this.admitted(bearer);
     // RFC 7591 2: client_secret_basic when the request names no method, so an open registration must name none.
     const metadata = this.metadata(body, 'client_secret_basic');
@@ -111,15 +112,18 @@ export class RegistrationService {
     }
     const registrationToken = randomSecret(32);
     const view = await this.clientInput(() =>
-      this.clients.create({
-        name: metadata.name,
-        redirectUris: metadata.redirectUris,
-        isPublic: metadata.authMethod === 'none',
-        scope: metadata.scope,
-        grantTypes: metadata.grantTypes,
-        registrationTokenHash: hashSecret(registrationToken),
-        tokenEndpointAuthMethod: metadata.authMethod === 'none' ? undefined : metadata.authMethod,
-      }),
+      this.clients.create(
+        {
+          name: metadata.name,
+          redirectUris: metadata.redirectUris,
+          isPublic: metadata.authMethod === 'none',
+          scope: metadata.scope,
+          grantTypes: metadata.grantTypes,
+          registrationTokenHash: hashSecret(registrationToken),
+          tokenEndpointAuthMethod: metadata.authMethod === 'none' ? undefined : metadata.authMethod,
+        },
+        { actor: 'anonymous', context },
+      ),
     );
     const client = (await this.clients.find(view.client_id))!;
     return this.information(client, metadata.authMethod, registrationToken, view.client_secret);
@@ -132,7 +136,7 @@ export class RegistrationService {
   }
 
   /** RFC 7592 2.2: the request holds the whole new registration; the client's kind and secret stay. */
-  async replace(clientId: string, body: unknown, bearer: string | undefined): Promise<RegisteredClient> {
+  async replace(clientId: string, body: unknown, bearer: string | undefined, context: AuditContext): Promise<RegisteredClient> {
     const client = await this.registered(clientId, bearer);
     const fields = (body ?? {}) as Record<string, unknown>;
     if (fields.client_id !== clientId) throw metadataError('client_id must be given and be this client.');
@@ -149,21 +153,25 @@ export class RegistrationService {
     const metadata = this.metadata(body, method);
     if (metadata.authMethod !== method) throw metadataError('token_endpoint_auth_method cannot change.');
     const updated = await this.clientInput(() =>
-      this.clients.replaceRegistration(clientId, {
-        name: metadata.name,
-        redirectUris: metadata.redirectUris,
-        scope: metadata.scope,
-        grantTypes: metadata.grantTypes,
-      }),
+      this.clients.replaceRegistration(
+        clientId,
+        {
+          name: metadata.name,
+          redirectUris: metadata.redirectUris,
+          scope: metadata.scope,
+          grantTypes: metadata.grantTypes,
+        },
+        { actor: `client:${clientId}`, context },
+      ),
     );
     return this.information(updated, metadata.authMethod, bearer!);
   }
 
   /** RFC 7592 2.3: the client and everything it was granted go; its access tokens stop within REVOCATION_SYNC_SECONDS. */
-  async remove(clientId: string, bearer: string | undefined): Promise<void> {
+  async remove(clientId: string, bearer: string | undefined, context: AuditContext): Promise<void> {
     await this.registered(clientId, bearer);
     await this.lifecycle.revokeClientGrants(clientId);
-    await this.clients.remove(clientId);
+    await this.clients.remove(clientId, { actor: `client:${clientId}`, context });
   }
 
   private admitted(bearer: string | undefined): boolean {

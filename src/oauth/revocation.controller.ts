@@ -1,3 +1,4 @@
+import { type AuditContext, Origin } from '../audit/audit-events';
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../common/openapi';
@@ -29,8 +30,12 @@ export class RevocationController {
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
   @Header('Pragma', 'no-cache')
-  async revoke(@AuthenticatedClient() client: Client, @OAuthForm() form: Record<string, string>): Promise<void> {
+  async revoke(
+    @AuthenticatedClient() client: Client,
+    @OAuthForm() form: Record<string, string>,
+    @Origin() origin: AuditContext,
+  ): Promise<void> {
     if (!form.token) throw new OAuthError('invalid_request', 'token is required.');
-    await this.revocation.revokeToken(client, form.token);
+    await this.revocation.revokeToken(client, form.token, origin);
   }
 }

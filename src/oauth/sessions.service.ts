@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { LessThan, type Repository } from 'typeorm';
+import type { AuditContext } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
 import { Session } from './entities/session.entity';
 import { SqlRunner, epochMs, sql } from '../database/sql';
 import { OAuthConfig } from './oauth.config';
@@ -44,10 +46,11 @@ export class SessionsService {
     @InjectRepository(Session) private readonly sessions: Repository<Session>,
     private readonly config: OAuthConfig,
     private readonly db: SqlRunner,
+    private readonly audit: AuditService,
   ) {}
 
-  /** Starts a new session (never reusing an old id). */
-  async start(userId: string): Promise<StartedSession> {
+  /** Starts a new session (never reusing an old id), with its `login.succeeded` event. */
+  async start(userId: string, context: AuditContext): Promise<StartedSession> {
     const secret = randomSecret(32);
     const now = Date.now();
     const session = this.sessions.create({
@@ -57,7 +60,12 @@ export class SessionsService {
       createdAt: now,
       expiresAt: now + this.config.sessionTtl * 1000,
     });
-    await this.sessions.insert(session);
+    const event = AuditService.event({ type: 'login.succeeded', actor: `user:${userId}`, userId }, context, now);
+    await this.sessions.manager.transaction(async (manager) => {
+      await manager.insert(Session, session);
+      await this.audit.save(event, manager);
+    });
+    this.audit.log(event);
     if (Math.random() < 0.01) void this.sessions.delete({ expiresAt: LessThan(now) }).catch(() => undefined);
     return { session, secret };
   }

@@ -2,15 +2,26 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, sql } from '../database/sql';
+import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import type { AuditEvent } from '../audit/audit-event.entity';
+import { SqlRunner, Statement, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
 import { hashSecret, randomSecret } from './secrets';
 
-const INSERT_REFRESH_TOKEN = sql`
+const REFRESH_TOKEN_INSERT = `
   INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
+/** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
+const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(`WITH audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${REFRESH_TOKEN_INSERT}`);
+/** SQLite: the `refresh_token_issue` view, whose INSTEAD OF trigger writes both rows. */
+const INSERT_REFRESH_TOKEN_SQLITE = sql`
+  INSERT INTO refresh_token_issue
+    (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at,
+     audit_id, audit_type, actor, address, request_id, details)
+  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt,
+     :auditId, :auditType, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
 
 /** What issuing needs of a grant, and the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent). */
 export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'> & { audience?: string | string[] };
@@ -55,6 +66,7 @@ export interface MintedAccessToken {
 export class TokenIssuer {
   constructor(
     private readonly db: SqlRunner,
+    private readonly audit: AuditService,
     private readonly jwt: JwtService,
     private readonly keys: SigningKeysService,
     private readonly config: AppConfig,
@@ -94,9 +106,20 @@ export class TokenIssuer {
     return { secret, hash: hashSecret(secret) };
   }
 
-  /** Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). */
-  async issue(grant: GrantRef, scope: string, now: number, refreshScope = scope, refresh = this.newRefreshToken()): Promise<TokenResponse> {
-    await this.db.run(INSERT_REFRESH_TOKEN, {
+  /**
+   * Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). The
+   * refresh token is stored together with `event` (its user and client are the grant's), which is logged once
+   * both are.
+   */
+  async issue(
+    grant: GrantRef,
+    scope: string,
+    now: number,
+    event: AuditEvent,
+    refreshScope = scope,
+    refresh = this.newRefreshToken(),
+  ): Promise<TokenResponse> {
+    await this.db.run(this.db.postgres ? INSERT_REFRESH_TOKEN_POSTGRES : INSERT_REFRESH_TOKEN_SQLITE, {
       tokenHash: refresh.hash,
       grantId: grant.id,
       clientId: grant.clientId,
@@ -105,7 +128,9 @@ export class TokenIssuer {
       now,
       // The family's lifetime is absolute: rotation never extends it.
       expiresAt: grant.expiresAt,
+      ...AuditService.params(event),
     });
+    this.audit.log(event);
     return this.respond(grant, scope, refresh);
   }
 

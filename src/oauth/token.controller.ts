@@ -1,3 +1,4 @@
+import { type AuditContext, Origin } from '../audit/audit-events';
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../common/openapi';
@@ -71,22 +72,30 @@ export class TokenController {
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
   @Header('Pragma', 'no-cache')
-  async token(@AuthenticatedClient() client: Client, @OAuthForm() form: Record<string, string>): Promise<TokenResponse> {
+  async token(
+    @AuthenticatedClient() client: Client,
+    @OAuthForm() form: Record<string, string>,
+    @Origin() origin: AuditContext,
+  ): Promise<TokenResponse> {
     switch (form.grant_type) {
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'grant_type is required.');
       case 'authorization_code':
         allowed(client, 'authorization_code');
-        return this.codeGrant.exchange(client, {
-          code: form.code,
-          redirectUri: form.redirect_uri,
-          codeVerifier: form.code_verifier,
-          resource: form.resource,
-        });
+        return this.codeGrant.exchange(
+          client,
+          {
+            code: form.code,
+            redirectUri: form.redirect_uri,
+            codeVerifier: form.code_verifier,
+            resource: form.resource,
+          },
+          origin,
+        );
       case 'refresh_token':
         allowed(client, 'refresh_token');
-        return this.refreshGrant.refresh(client, form.refresh_token, form.scope, form.resource);
+        return this.refreshGrant.refresh(client, form.refresh_token, form.scope, form.resource, origin);
       case 'client_credentials':
         return this.clientCredentials.issue(client, form.scope, form.resource);
       default:

@@ -80,7 +80,7 @@ const PROTOCOL_ROUTES = [
   'DELETE /register/:clientId',
 ];
 
-/** The routes only an administrator may call (listing, creating and deleting users; the admin API for clients). */
+/** The routes only an administrator may call (listing, creating and deleting users; the admin API for clients; the audit trail). */
 const ADMIN_ONLY = [
   'GET /users',
   'POST /users',
@@ -91,6 +91,7 @@ const ADMIN_ONLY = [
   'PUT /admin/clients/:clientId',
   'POST /admin/clients/:clientId/secret',
   'DELETE /admin/clients/:clientId',
+  'GET /admin/audit-events',
 ];
 
 /** The routes a client-credentials token (no user) may call; every other protected route acts for a person. */
@@ -126,6 +127,7 @@ const RESOURCE_SCOPES: Record<string, string[] | 'any valid token'> = {
   'PUT /admin/clients/:clientId': ['clients:admin'],
   'POST /admin/clients/:clientId/secret': ['clients:admin'],
   'DELETE /admin/clients/:clientId': ['clients:admin'],
+  'GET /admin/audit-events': ['audit:read'],
 };
 
 function joinPath(...parts: string[]): string {

@@ -1,0 +1,35 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../database/columns';
+
+/** One security event (see `AUDIT_EVENT_TYPES`). Users and clients are kept by id, without foreign keys: the
+ * trail outlives what it speaks of. */
+@Entity('audit_events')
+export class AuditEvent {
+  @PrimaryColumn({ type: 'varchar', length: 36 })
+  id: string;
+
+  @EpochMsColumn()
+  at: number;
+
+  @Column({ type: 'varchar', length: 40 })
+  type: string;
+
+  @Column({ type: 'varchar', length: 80 })
+  actor: string;
+
+  @Column({ type: 'varchar', length: 36, nullable: true })
+  userId: string | null;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  clientId: string | null;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  address: string | null;
+
+  @Column({ type: 'varchar', length: 128, nullable: true })
+  requestId: string | null;
+
+  /** A JSON object of plain facts, or NULL. */
+  @Column({ type: 'text', nullable: true })
+  details: string | null;
+}

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfigModule } from '../config/config.module';
+import { LoggingModule } from '../logging/logging.module';
+import { AuditEvent } from './audit-event.entity';
+import { AuditConfig } from './audit.config';
+import { AuditEventsController } from './audit-events.controller';
+import { AuditRetentionService } from './audit-retention.service';
+import { AuditService } from './audit.service';
+
+/**
+ * The audit trail of security events (`audit_events`, see `audit-events.ts` for the types), its log lines, its
+ * retention and `GET /admin/audit-events`. Features record their events through {@link AuditService}.
+ */
+@Module({
+  imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig), LoggingModule],
+  controllers: [AuditEventsController],
+  providers: [AuditService, AuditRetentionService],
+  exports: [AuditService],
+})
+export class AuditModule {}

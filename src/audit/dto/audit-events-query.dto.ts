@@ -1,0 +1,43 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsISO8601, IsOptional, IsUUID, Length } from 'class-validator';
+import { PageQueryDto } from '../../common/pagination';
+import { OneOf, SORT_ORDERS, SingleLine, type SortOrder } from '../../common/validation';
+import { AUDIT_EVENT_TYPES, type AuditEventType } from '../audit-events';
+
+const TIME = { format: 'date-time', description: 'ISO 8601, e.g. 2026-11-24T08:00:00Z' } as const;
+const ISO_TIME = (field: string) =>
+  IsISO8601({ strict: true, strictSeparator: true }, { message: `${field} must be an ISO 8601 date-time` });
+
+/** `GET /admin/audit-events`: filters and paging; newest first unless `order=asc`. */
+export class AuditEventsQueryDto extends PageQueryDto {
+  @ApiPropertyOptional({ enum: AUDIT_EVENT_TYPES })
+  @IsOptional()
+  @OneOf('type', AUDIT_EVENT_TYPES)
+  type?: AuditEventType;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'events about this person' })
+  @IsOptional()
+  @IsUUID('all', { message: 'user_id must be a UUID' })
+  user_id?: string;
+
+  @ApiPropertyOptional({ maxLength: 64, description: 'events about this client' })
+  @IsOptional()
+  @Length(1, 64, { message: 'client_id must be 1 to 64 characters' })
+  @SingleLine('client_id')
+  client_id?: string;
+
+  @ApiPropertyOptional({ ...TIME, description: `at or after this time; ${TIME.description}` })
+  @IsOptional()
+  @ISO_TIME('from')
+  from?: string;
+
+  @ApiPropertyOptional({ ...TIME, description: `before this time; ${TIME.description}` })
+  @IsOptional()
+  @ISO_TIME('to')
+  to?: string;
+
+  @ApiPropertyOptional({ enum: SORT_ORDERS, default: 'desc', description: 'by time' })
+  @IsOptional()
+  @OneOf('order', SORT_ORDERS)
+  override order: SortOrder = 'desc';
+}
