@@ -18,4 +18,10 @@ export class ConsentService {
     for (const s of scope.split(' ')) if (s) merged.add(s);
     await this.consents.upsert({ userId, clientId, scope: [...merged].join(' '), updatedAt: Date.now() }, ['userId', 'clientId']);
   }
+
+  /** Forgets what the user granted the client, so that its next authorization request asks again. */
+  async withdraw(userId: string, clientId: string): Promise<boolean> {
+    const { affected } = await this.consents.delete({ userId, clientId });
+    return Boolean(affected);
+  }
 }
