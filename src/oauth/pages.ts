@@ -27,7 +27,7 @@ footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
 h2{font-size:1.1rem;margin:0;overflow-wrap:anywhere}
 dl.when{display:grid;grid-template-columns:auto 1fr;gap:.15rem .75rem;margin:1rem 0 0;color:var(--muted);font-size:.9rem}dl.when dd{margin:0}
 button.danger{background:transparent;color:var(--danger);border-color:var(--danger)}
-a{color:var(--accent)}
+a{color:var(--accent)}p.lead:last-child{margin-bottom:0}
 `;
 
 /**
@@ -164,7 +164,7 @@ ${fields}${hidden('csrf', opts.csrf)}
         const lastUsed = app.lastUsedAt === null ? 'no token in force' : timeElement(app.lastUsedAt);
         return `<li class="card">
 <h2>${escapeHtml(app.name)}</h2>
-<p class="lead">Can:</p><ul class="scopes">${scopes}</ul>
+<p class="lead">It can:</p><ul class="scopes">${scopes}</ul>
 <dl class="when"><dt>Access granted</dt><dd>${timeElement(app.grantedAt)}</dd><dt>Last used</dt><dd>${lastUsed}</dd></dl>
 <form method="post" action="/account/apps/revoke">
 ${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
