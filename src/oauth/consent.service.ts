@@ -35,4 +35,10 @@ export class ConsentService {
   async deny(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
     await this.audit.record({ type: 'consent.denied', actor: `user:${userId}`, userId, clientId, details: { scope } }, context);
   }
+
+  /** Forgets what the user granted the client, so that its next authorization request asks again. */
+  async withdraw(userId: string, clientId: string): Promise<boolean> {
+    const { affected } = await this.consents.delete({ userId, clientId });
+    return Boolean(affected);
+  }
 }

@@ -13,6 +13,8 @@ import { ClientAuthGuard } from './client-auth.guard';
 import { ClientsService } from './clients.service';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentService } from './consent.service';
+import { ConnectedAppsController } from './connected-apps.controller';
+import { ConnectedAppsService } from './connected-apps.service';
 import { AuthorizationCode } from './entities/authorization-code.entity';
 import { Client } from './entities/client.entity';
 import { Consent } from './entities/consent.entity';
@@ -42,7 +44,7 @@ import { TokenIssuer } from './token-issuer.service';
 const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
 
 /**
- * The authorization server: clients, login sessions, consent, the authorization-code and refresh-token grants,
+ * The authorization server: clients, login sessions, consent, the connected-apps page, the authorization-code and refresh-token grants,
  * revocation, introspection and metadata. It signs with the keys module's active key and revokes through the
  * auth module's revoked-grants list; it reads users through `UsersService` and learns of a user's deletion by the
  * `user.deleting` event.
@@ -62,6 +64,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     MetadataController,
     AuthorizeController,
     LoginController,
+    ConnectedAppsController,
     TokenController,
     RevocationController,
     IntrospectionController,
@@ -74,6 +77,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ClientAuthGuard,
     SessionsService,
     ConsentService,
+    ConnectedAppsService,
     AuthorizationRequestValidator,
     ResourceIndicators,
     TokenIssuer,

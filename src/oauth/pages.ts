@@ -23,6 +23,11 @@ button.secondary{background:transparent;color:var(--fg);border-color:var(--line)
 .error{color:var(--danger);border:1px solid var(--danger);border-radius:8px;padding:.6rem .75rem;margin:0 0 1rem}
 ul.scopes{padding-left:1.1rem;margin:.5rem 0 0}ul.scopes li{margin:.35rem 0}code{font-size:.9em;word-break:break-all}
 footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
+.apps{list-style:none;padding:0;margin:0}.apps>li{margin:0 0 1rem}
+h2{font-size:1.1rem;margin:0;overflow-wrap:anywhere}
+dl.when{display:grid;grid-template-columns:auto 1fr;gap:.15rem .75rem;margin:1rem 0 0;color:var(--muted);font-size:.9rem}dl.when dd{margin:0}
+button.danger{background:transparent;color:var(--danger);border-color:var(--danger)}
+a{color:var(--accent)}p.lead:last-child{margin-bottom:0}
 `;
 
 /**
@@ -75,8 +80,29 @@ export interface ConsentPageView {
   params: Record<string, string | undefined>;
 }
 
+export interface ConnectedAppView {
+  clientId: string;
+  name: string;
+  scopes: { name: string; description: string }[];
+  /** Epoch ms. */
+  grantedAt: number;
+  /** Epoch ms; null when no grant of the app is in force (only the consent is). */
+  lastUsedAt: number | null;
+}
+
+export interface ConnectedAppsPageView {
+  apps: ConnectedAppView[];
+  csrf: string;
+}
+
+/** A point in time for people, in UTC (the page runs no script that could show local time). */
+function timeElement(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`;
+}
+
 /**
- * The HTML of the login, consent and error pages. A team rebrands them with a subclass registered through
+ * The HTML of the login, consent, connected-apps and error pages. A team rebrands them with a subclass registered through
  * `CustomPagesModule.use(...)` (see README, "Rebranding the pages"); the form fields and the security headers stay
  * the same.
  */
@@ -125,12 +151,51 @@ ${fields}${hidden('csrf', opts.csrf)}
     );
   }
 
-  /** An error the user sees instead of a redirect (a bad client or redirect URI, an expired form). */
-  error(title: string, message: string): string {
+  /**
+   * The applications a signed-in person has granted access: each with a form posting `client_id` and `csrf` to
+   * `/account/apps/revoke`, and a sign-out form posting to `/logout`.
+   */
+  connectedApps(opts: ConnectedAppsPageView): string {
+    const apps = opts.apps
+      .map((app) => {
+        const scopes = app.scopes
+          .map((s) => `<li><strong>${escapeHtml(s.description)}</strong><br><code>${escapeHtml(s.name)}</code></li>`)
+          .join('');
+        const lastUsed = app.lastUsedAt === null ? 'no token in force' : timeElement(app.lastUsedAt);
+        return `<li class="card">
+<h2>${escapeHtml(app.name)}</h2>
+<p class="lead">It can:</p><ul class="scopes">${scopes}</ul>
+<dl class="when"><dt>Access granted</dt><dd>${timeElement(app.grantedAt)}</dd><dt>Last used</dt><dd>${lastUsed}</dd></dl>
+<form method="post" action="/account/apps/revoke">
+${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
+<button type="submit" class="danger">Revoke access</button>
+</form></li>`;
+      })
+      .join('\n');
+    const list = opts.apps.length
+      ? `<ul class="apps">${apps}</ul>`
+      : '<div class="card"><p class="lead">No application has access to your account.</p></div>';
+    return this.document(
+      'Connected apps',
+      `<h1>Connected apps</h1>
+<p class="lead">Applications you allowed to use your account. Revoking one signs it out at once; it has to ask you again.</p>
+${list}
+<form method="post" action="/logout"><button type="submit" class="secondary">Sign out</button></form>`,
+    );
+  }
+
+  /**
+   * An error the user sees instead of a redirect (a bad client or redirect URI, an expired form). With `back`, a
+   * link to the page to go back to instead of the explanation for a broken authorization request.
+   */
+  error(title: string, message: string, back?: { href: string; label: string }): string {
+    const next = back
+      ? `<p class="lead"><a href="${escapeHtml(back.href)}">${escapeHtml(back.label)}</a></p>`
+      : '<p class="lead">The application that sent you here is misconfigured or the link is broken. Nothing was shared.</p>';
     return this.document(
       title,
       `<div class="card"><h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>
-<p class="lead">The application that sent you here is misconfigured or the link is broken. Nothing was shared.</p></div>`,
+${next}</div>`,
     );
   }
 

@@ -43,13 +43,16 @@ describe('GET /docs/openapi.json tells the truth', () => {
     expect(Object.keys(form!.schema.properties ?? {})).toEqual(expect.arrayContaining(fields));
   });
 
-  it('the pages and redirects: /authorize, the consent form, /login and /logout', () => {
+  it('the pages and redirects: /authorize, the consent form, /login, /logout and the connected-apps page', () => {
     expect(statuses('get', '/authorize')).toEqual(['200', '302', '400']);
     expect(statuses('post', '/authorize/consent')).toEqual(['303', '400', '403', '413', '415']);
     expect(statuses('get', '/login')).toEqual(['200']);
     expect(statuses('post', '/login')).toEqual(['303', '400', '401', '403', '413', '415', '429']);
     expect(statuses('post', '/logout')).toEqual(['303']);
-    for (const path of ['/authorize/consent', '/login']) expect(op('post', path).requestBody?.content[FORM]).toBeDefined();
+    expect(statuses('get', '/account/apps')).toEqual(['200', '302', '400']);
+    expect(statuses('post', '/account/apps/revoke')).toEqual(['303', '400', '403', '404', '413', '415']);
+    for (const path of ['/authorize/consent', '/login', '/account/apps/revoke'])
+      expect(op('post', path).requestBody?.content[FORM]).toBeDefined();
   });
 
   it('201 only where something is created; GET /api/resource documents its 200', () => {
@@ -136,6 +139,8 @@ describe('GET /docs/openapi.json tells the truth', () => {
       ['get', '/login', (await t.http().get('/login')).status],
       ['post', '/login', (await t.http().post('/login').type('form').send('email=a@b.c&password=x&csrf=x')).status],
       ['post', '/logout', (await t.http().post('/logout')).status],
+      ['get', '/account/apps', (await t.http().get('/account/apps')).status],
+      ['post', '/account/apps/revoke', (await t.http().post('/account/apps/revoke').type('form').send('client_id=x&csrf=x')).status],
       ['get', '/api/resource', (await t.http().get('/api/resource')).status],
     ];
     for (const [method, path, status] of seen)

@@ -26,8 +26,8 @@ interface Route {
 
 /**
  * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/register*` (dynamic
- * registration, which takes its own tokens), `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's
- * redirect URI.
+ * registration, which takes its own tokens), the connected-apps page `/account/apps*` (the login session is its
+ * authentication), `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI.
  */
 const PUBLIC_PATTERNS = [
   /^\/authorize(\/.*)?$/,
@@ -37,13 +37,17 @@ const PUBLIC_PATTERNS = [
   /^\/register(\/:clientId)?$/,
   /^\/login$/,
   /^\/logout$/,
+  /^\/account\/apps(\/revoke)?$/,
   /^\/\.well-known\/.+$/,
   /^\/health\/.+$/,
   /^\/docs(\/.*)?$/,
   /^\/demo\/callback$/,
 ];
 
-/** Public routes the contract names (authorization server, operations, docs), which must exist and need no token. */
+/**
+ * Public routes the contract names (authorization server, operations, docs) and the connected-apps page, which
+ * must exist and need no token.
+ */
 const REQUIRED_PUBLIC = [
   'GET /authorize',
   'POST /authorize/consent',
@@ -53,6 +57,8 @@ const REQUIRED_PUBLIC = [
   'GET /login',
   'POST /login',
   'POST /logout',
+  'GET /account/apps',
+  'POST /account/apps/revoke',
   'GET /.well-known/jwks.json',
   'GET /.well-known/oauth-authorization-server',
   'GET /health/live',

@@ -57,19 +57,26 @@ export interface ParsedForm {
 
 /** The first `<form>` of an HTML page, read as a browser would submit it. */
 export function parseForm(html: string): ParsedForm {
-  const form = /<form\b[^>]*>([\s\S]*?)<\/form>/i.exec(html);
+  const [form] = parseForms(html);
   if (!form) throw new Error(`no form in page: ${html.slice(0, 300)}`);
-  const open = /<form\b[^>]*>/i.exec(form[0])![0];
-  const hidden: Record<string, string> = {};
-  const inputs: Record<string, string | undefined> = {};
-  for (const [tag] of form[1].matchAll(/<input\b[^>]*>/gi)) {
-    const name = attr(tag, 'name');
-    if (!name) continue;
-    inputs[name] = attr(tag, 'type');
-    if (attr(tag, 'type') === 'hidden') hidden[name] = attr(tag, 'value') ?? '';
-  }
-  const buttons = [...form[1].matchAll(/<button\b[^>]*>/gi)].map(([tag]) => ({ name: attr(tag, 'name'), value: attr(tag, 'value') }));
-  return { method: attr(open, 'method'), action: attr(open, 'action'), hidden, inputs, buttons };
+  return form;
+}
+
+/** Every `<form>` of an HTML page, in document order, read as a browser would submit it. */
+export function parseForms(html: string): ParsedForm[] {
+  return [...html.matchAll(/<form\b[^>]*>([\s\S]*?)<\/form>/gi)].map((form) => {
+    const open = /<form\b[^>]*>/i.exec(form[0])![0];
+    const hidden: Record<string, string> = {};
+    const inputs: Record<string, string | undefined> = {};
+    for (const [tag] of form[1].matchAll(/<input\b[^>]*>/gi)) {
+      const name = attr(tag, 'name');
+      if (!name) continue;
+      inputs[name] = attr(tag, 'type');
+      if (attr(tag, 'type') === 'hidden') hidden[name] = attr(tag, 'value') ?? '';
+    }
+    const buttons = [...form[1].matchAll(/<button\b[^>]*>/gi)].map(([tag]) => ({ name: attr(tag, 'name'), value: attr(tag, 'value') }));
+    return { method: attr(open, 'method'), action: attr(open, 'action'), hidden, inputs, buttons };
+  });
 }
 
 /**
