@@ -2,11 +2,10 @@ import { type ExecutionContext, Injectable, SetMetadata, UseGuards, applyDecorat
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { parseBasicCredentials } from '../basic-credentials';
-import type { RateLimitConfig } from './rate-limit.config';
+import type { RateLimitBucket, RateLimitConfig } from './rate-limit.config';
 import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
-export type RateLimitBucket = 'login' | 'token' | 'register';
 const BUCKET_KEY = 'rate-limit:bucket';
 const WINDOW_MS = 60_000;
 
