@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { SqlRunner, epochMs, sql } from '../database/sql';
+import { MetricsService } from '../metrics/metrics.service';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
@@ -75,6 +76,7 @@ export class RefreshGrantService {
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
     private readonly resources: ResourceIndicators,
+    private readonly metrics: MetricsService,
   ) {}
 
   async refresh(
@@ -142,6 +144,7 @@ export class RefreshGrantService {
         }
       }
     }
+    this.metrics.refreshTokenReused();
     await this.lifecycle.revokeGrant(row.grant_id);
     throw invalidGrant('The refresh token was already used; its grant is revoked.');
   }
