@@ -11,6 +11,7 @@ import { FEATURE_MODULES } from './features';
 import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { OAuthModule } from './oauth/oauth.module';
 
 @Module({
@@ -18,6 +19,7 @@ import { OAuthModule } from './oauth/oauth.module';
     AppConfigModule,
     LoggingModule,
     DatabaseModule,
+    MetricsModule,
     EventEmitterModule.forRoot(),
     CommonModule,
     RateLimitModule,

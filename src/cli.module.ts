@@ -5,6 +5,7 @@ import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { FEATURE_MODULES } from './features';
 import { KeysCommandsModule } from './keys/commands/keys-commands.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { OAuthCommandsModule } from './oauth/commands/oauth-commands.module';
 import { UsersCommandsModule } from './users/commands/users-commands.module';
 
@@ -17,6 +18,8 @@ import { UsersCommandsModule } from './users/commands/users-commands.module';
   imports: [
     AppConfigModule,
     DatabaseModule,
+    // The services the feature modules share report to it; the command line serves no metrics.
+    MetricsModule,
     EventEmitterModule.forRoot(),
     RateLimitModule,
     ...FEATURE_MODULES,

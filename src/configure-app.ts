@@ -8,6 +8,7 @@ import { refuseUnreadBody } from './common/unread-body';
 import { securityHeaders } from './common/security-headers';
 import { accessLogMiddleware } from './logging/access-log.middleware';
 import { ACCESS_LOGGER } from './logging/logging.module';
+import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi';
 
 export const BODY_LIMIT = '100kb';
@@ -38,7 +39,9 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('query parser', 'simple');
   limitSlowClients(app.getHttpServer(), config);
   app.use(requestIdMiddleware(config.trustProxy));
-  app.use(accessLogMiddleware(app.get(ACCESS_LOGGER)));
+  // Requests are measured from the access log's listener (one per request for both), unless METRICS=off.
+  const metrics = app.get(MetricsService);
+  app.use(accessLogMiddleware(app.get(ACCESS_LOGGER), metrics.enabled ? metrics.observeRequest : undefined));
   app.use(
     securityHeaders({
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.secureCookies ? [] : null } },

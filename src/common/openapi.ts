@@ -55,15 +55,14 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /** Documents error answers as application/problem+json. */
 export function ApiProblems(...statuses: number[]) {
+  return applyDecorators(...statuses.map((status) => ApiProblem(status, DESCRIPTIONS[status] ?? 'Error')));
+}
+
+/** Documents one application/problem+json answer whose meaning on this route is its own. */
+export function ApiProblem(status: number, description: string) {
   return applyDecorators(
     ApiExtraModels(ProblemResponseDto),
-    ...statuses.map((status) =>
-      ApiResponse({
-        status,
-        description: DESCRIPTIONS[status] ?? 'Error',
-        content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemResponseDto) } } },
-      }),
-    ),
+    ApiResponse({ status, description, content: { 'application/problem+json': { schema: { $ref: getSchemaPath(ProblemResponseDto) } } } }),
   );
 }
 

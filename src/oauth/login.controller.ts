@@ -7,6 +7,7 @@ import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { RateLimit } from '../common/rate-limit/rate-limit';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { PasswordHasher } from '../users/password-hasher';
 import { UsersService } from '../users/users.service';
 import { readCookie, sessionCookie, setCookie } from './cookies';
@@ -31,6 +32,7 @@ export class LoginController {
     private readonly config: AppConfig,
     private readonly oauthConfig: OAuthConfig,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   @Get('login')
@@ -66,8 +68,10 @@ export class LoginController {
     const returnTo = safeReturnTo(body.return_to);
     const email = typeof body.email === 'string' ? body.email.trim() : '';
     const password = typeof body.password === 'string' ? body.password : '';
-    const fail = () =>
+    const fail = () => {
+      this.metrics.loginFailed();
       sendHtml(res, 401, this.pages.login({ returnTo, csrf: cookieToken, error: GENERIC_FAILURE, email: email.slice(0, 254) }));
+    };
 
     if (CONTROL_CHARACTER.test(email)) {
       const error = 'The email address contains characters that are not allowed.';

@@ -3,6 +3,7 @@ import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { MetricsService } from '../metrics/metrics.service';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
@@ -83,6 +84,7 @@ export class RefreshGrantService {
     private readonly issuer: TokenIssuer,
     private readonly resources: ResourceIndicators,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   async refresh(
@@ -159,6 +161,7 @@ export class RefreshGrantService {
         }
       }
     }
+    this.metrics.refreshTokenReused();
     await this.lifecycle.revokeGrant(row.grant_id, { ...event, type: 'refresh.reused', userId: row.user_id });
     throw invalidGrant('The refresh token was already used; its grant is revoked.');
   }

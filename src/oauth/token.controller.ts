@@ -3,6 +3,7 @@ import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nest
 import { Public } from '../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
+import { MetricsService } from '../metrics/metrics.service';
 import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import { CodeGrantService } from './code-grant.service';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
@@ -25,6 +26,7 @@ export class TokenController {
     private readonly codeGrant: CodeGrantService,
     private readonly refreshGrant: RefreshGrantService,
     private readonly clientCredentials: ClientCredentialsGrantService,
+    private readonly metrics: MetricsService,
   ) {}
 
   @Post()
@@ -77,6 +79,13 @@ export class TokenController {
     @OAuthForm() form: Record<string, string>,
     @Origin() origin: AuditContext,
   ): Promise<TokenResponse> {
+    const tokens = await this.grant(client, form, origin);
+    // Counted here, where every grant's success passes once (a grant service has several ways to succeed).
+    this.metrics.tokenIssued(form.grant_type as GrantType);
+    return tokens;
+  }
+
+  private async grant(client: Client, form: Record<string, string>, origin: AuditContext): Promise<TokenResponse> {
     switch (form.grant_type) {
       case undefined:
       case '':

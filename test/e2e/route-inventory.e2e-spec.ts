@@ -27,7 +27,9 @@ interface Route {
 /**
  * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/register*` (dynamic
  * registration, which takes its own tokens), the connected-apps page `/account/apps*` (the login session is its
- * authentication), `/.well-known/*`, `/health/*`, `/docs*`, and the demo client's redirect URI.
+ * authentication), `/.well-known/*`, `/health/*`, `/docs*`, `/metrics` (public to the bearer guard only: its own
+ * guard admits the configured networks and the metrics token, a scraper holds no access token), and the demo
+ * client's redirect URI.
  */
 const PUBLIC_PATTERNS = [
   /^\/authorize(\/.*)?$/,
@@ -41,12 +43,13 @@ const PUBLIC_PATTERNS = [
   /^\/\.well-known\/.+$/,
   /^\/health\/.+$/,
   /^\/docs(\/.*)?$/,
+  /^\/metrics$/,
   /^\/demo\/callback$/,
 ];
 
 /**
- * Public routes the contract names (authorization server, operations, docs) and the connected-apps page, which
- * must exist and need no token.
+ * Public routes the contract names (authorization server, operations, docs), the connected-apps page and the
+ * metrics, which must exist and need no access token.
  */
 const REQUIRED_PUBLIC = [
   'GET /authorize',
@@ -63,6 +66,8 @@ const REQUIRED_PUBLIC = [
   'GET /.well-known/oauth-authorization-server',
   'GET /health/live',
   'GET /health/ready',
+  // A scraper holds no access token: the route's own guard admits METRICS_ALLOW's networks and METRICS_TOKEN.
+  'GET /metrics',
 ];
 
 /**

@@ -1,5 +1,9 @@
 import { ConfigError, type Env, positiveInt } from '../../config/env';
 
+/** The budgets a route can be put under (`@RateLimit(bucket)`), each with its own limit below. */
+export const RATE_LIMIT_BUCKETS = ['login', 'token', 'register'] as const;
+export type RateLimitBucket = (typeof RATE_LIMIT_BUCKETS)[number];
+
 /** Budgets per minute, and where the counters live (Redis, shared by every instance, when REDIS_URL is set). */
 export class RateLimitConfig {
   static readonly variables = ['RATE_LIMIT_LOGIN', 'RATE_LIMIT_TOKEN', 'RATE_LIMIT_REGISTER', 'REDIS_URL'] as const;

@@ -1,12 +1,12 @@
-import { type ExecutionContext, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
+import { type ExecutionContext, Inject, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { parseBasicCredentials } from '../basic-credentials';
-import type { RateLimitConfig } from './rate-limit.config';
+import { MetricsService } from '../../metrics/metrics.service';
+import type { RateLimitBucket, RateLimitConfig } from './rate-limit.config';
 import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
-export type RateLimitBucket = 'login' | 'token' | 'register';
 const BUCKET_KEY = 'rate-limit:bucket';
 const WINDOW_MS = 60_000;
 
@@ -61,13 +61,18 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
   };
 }
 
-/** Answers 429 with `Retry-After` (seconds) when a budget is spent. */
+/** Answers 429 with `Retry-After` (seconds) when a budget is spent, and counts the refusal by bucket. */
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
+  // A property, so that the throttler's own constructor and its injections stay as they are.
+  @Inject(MetricsService) private readonly metrics!: MetricsService;
+
   protected override async throwThrottlingException(
     context: ExecutionContext,
     detail: { timeToBlockExpire: number; timeToExpire: number },
   ): Promise<void> {
+    const bucket = bucketOf(context);
+    if (bucket) this.metrics.rateLimitRefused(bucket);
     const res = context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>();
     res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire || detail.timeToExpire))));
     throw new ThrottlerException('Too many requests; try again later.');
