@@ -8,6 +8,7 @@ import { DatabaseModule } from './database/database.module';
 import { DemoModule } from './demo/demo.module';
 import { FEATURE_MODULES } from './features';
 import { HealthModule } from './health/health.module';
+import { KeyRotationModule } from './keys/key-rotation.module';
 import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
 import { OAuthModule } from './oauth/oauth.module';
@@ -21,6 +22,7 @@ import { OAuthModule } from './oauth/oauth.module';
     CommonModule,
     RateLimitModule,
     KeysModule,
+    KeyRotationModule,
     AuthModule,
     OAuthModule,
     ...FEATURE_MODULES,
