@@ -9,6 +9,7 @@ import { DatabaseModule } from './database/database.module';
 import { DemoModule } from './demo/demo.module';
 import { FEATURE_MODULES } from './features';
 import { HealthModule } from './health/health.module';
+import { KeyRotationModule } from './keys/key-rotation.module';
 import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -24,6 +25,7 @@ import { OAuthModule } from './oauth/oauth.module';
     CommonModule,
     RateLimitModule,
     KeysModule,
+    KeyRotationModule,
     AuthModule,
     AuditModule,
     OAuthModule,

@@ -21,7 +21,7 @@ const CACHE_LIMIT = 10_000;
  */
 @Injectable()
 export class AccessTokenVerifier {
-  private readonly cache = new Map<string, { principal: AuthPrincipal; validUntilMs: number }>();
+  private readonly cache = new Map<string, { principal: AuthPrincipal; kid: string; validUntilMs: number }>();
 
   constructor(
     private readonly keys: SigningKeysService,
@@ -33,17 +33,18 @@ export class AccessTokenVerifier {
   async verify(token: string): Promise<AuthPrincipal> {
     const now = Date.now();
     const cached = this.cache.get(token);
-    if (cached && cached.validUntilMs > now) {
+    // A token stays cached until it expires, unless its key leaves the JWKS first (retired and past its time).
+    if (cached && cached.validUntilMs > now && this.keys.isPublished(cached.kid)) {
       if (this.revocations.isRevoked(cached.principal.grantId, cached.principal.iat))
         throw new InvalidAccessTokenError('the grant was revoked');
       return cached.principal;
     }
     if (cached) this.cache.delete(token);
 
-    const principal = await this.verifySignatureAndClaims(token);
+    const { principal, kid } = await this.verifyWithKid(token);
     if (this.revocations.isRevoked(principal.grantId, principal.iat)) throw new InvalidAccessTokenError('the grant was revoked');
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
-    this.cache.set(token, { principal, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
+    this.cache.set(token, { principal, kid, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
     return principal;
   }
 
@@ -53,13 +54,20 @@ export class AccessTokenVerifier {
    * server's own endpoints (revocation, introspection) serve every token it issued, the API only its own.
    */
   async verifySignatureAndClaims(token: string, options: { anyAudience?: boolean } = {}): Promise<AuthPrincipal> {
+    return (await this.verifyWithKid(token, options)).principal;
+  }
+
+  /** {@link verifySignatureAndClaims}, and the `kid` of the key that verified the token. */
+  private async verifyWithKid(token: string, options: { anyAudience?: boolean } = {}): Promise<{ principal: AuthPrincipal; kid: string }> {
     let payload: JWTPayload;
+    let kid = '';
     try {
       ({ payload } = await jwtVerify(
         token,
         async (header) => {
           const key = header.kid ? await this.keys.verificationKey(header.kid) : undefined;
           if (!key) throw new InvalidAccessTokenError('unknown key');
+          kid = header.kid!;
           return key;
         },
         {
@@ -92,6 +100,6 @@ export class AccessTokenVerifier {
     }
     const scopes = new Set(scope.split(' ').filter(Boolean));
     const kind = gty === CLIENT_CREDENTIALS_CLAIM.gty ? 'client' : 'user';
-    return { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] };
+    return { principal: { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] }, kid };
   }
 }

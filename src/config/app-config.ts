@@ -2,6 +2,11 @@ import { ConfigError, type Env, httpUrl, wholeSeconds } from './env';
 
 export { ConfigError } from './env';
 
+/** ACCESS_TOKEN_TTL: the lifetime of every access token, in seconds (read here and by the keys' retirement check). */
+export function accessTokenTtl(env: Env): number {
+  return wholeSeconds(env, 'ACCESS_TOKEN_TTL', 900);
+}
+
 export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
 
 function database(env: Env): DatabaseConfig {
@@ -99,7 +104,7 @@ export class AppConfig {
     this.database = database(env);
     this.issuer = httpUrl(env, 'ISSUER', 'http://localhost:3000');
     this.audience = env.AUDIENCE || this.issuer;
-    this.accessTokenTtl = wholeSeconds(env, 'ACCESS_TOKEN_TTL', 900);
+    this.accessTokenTtl = accessTokenTtl(env);
     this.corsOrigins = (env.CORS_ORIGINS || '')
       .split(',')
       .map((o) => o.trim())

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 const STARTUP_LOCK_KEY = '6f61757468737663';
 
 /**
- * Runs start-up work (migrations, the first signing key, demo data) with no other instance doing the same at the
+ * Runs start-up work (migrations, demo data) with no other instance doing the same at the
  * same time: on PostgreSQL under a session advisory lock, held on a connection of its own, so that instances
  * started together on an empty database take turns instead of racing (the second sees what the first did). On
  * SQLite, which serialises writers by itself, the work runs as is.

@@ -1,21 +1,23 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditModule } from '../audit/audit.module';
 import { AppConfigModule } from '../config/config.module';
+import { KEY_CLOCK, systemClock } from './key-clock';
 import { JwksController } from './jwks.controller';
 import { KeysConfig } from './keys.config';
 import { SigningKey } from './signing-key.entity';
 import { SigningKeysService } from './signing-keys.service';
 
 /**
- * RS256 signing keys in the database (created on first start, rotated by `keys:rotate`; private keys sealed under
- * KEY_ENCRYPTION_KEY, re-sealed by `keys:reencrypt`) and the JWK set that
- * publishes them. The authorization server signs with the active key; the resource server verifies with any
- * published one.
+ * RS256 signing keys in the database (created on first start, rotated on a schedule by the KeyRotationModule and
+ * in an emergency by `keys:rotate`; private keys sealed under KEY_ENCRYPTION_KEY, re-sealed by `keys:reencrypt`)
+ * and the JWK set that publishes them. The authorization server signs with the active key; the resource server
+ * verifies with any published one. Their lifecycle runs on {@link KEY_CLOCK}, which tests replace.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([SigningKey]), AppConfigModule.forFeature(KeysConfig)],
+  imports: [TypeOrmModule.forFeature([SigningKey]), AppConfigModule.forFeature(KeysConfig), AuditModule],
   controllers: [JwksController],
-  providers: [SigningKeysService],
+  providers: [SigningKeysService, { provide: KEY_CLOCK, useValue: systemClock }],
   exports: [SigningKeysService],
 })
 export class KeysModule {}

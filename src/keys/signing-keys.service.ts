@@ -1,29 +1,97 @@
 import { type KeyObject, createPrivateKey, createPublicKey } from 'node:crypto';
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import type { Repository } from 'typeorm';
-import { AppConfig } from '../config/app-config';
-import { withStartupLock } from '../database/startup-lock';
+import { type Write, lockedReadWrite } from '../database/locked-write';
+import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import type { AuditEvent } from '../audit/audit-event.entity';
+import { NO_REQUEST } from '../audit/audit-events';
+import { Statement, epochMs, sql } from '../database/sql';
+import { KEY_CLOCK, type KeyClock } from './key-clock';
 import { KeyEncryption, KeyEncryptionError } from './key-encryption';
-import { KeysConfig } from './keys.config';
+import {
+  type KeyAction,
+  type KeyState,
+  type KeyTimeline,
+  phaseAt,
+  planEmergencyRotation,
+  planScheduledRotation,
+  signingKeyAt,
+} from './key-lifecycle';
+import { KeysConfig, type RotationSchedule } from './keys.config';
 import { SigningKey } from './signing-key.entity';
 
-interface LoadedKey {
-  kid: string;
+export { CLOCK_SKEW_SECONDS } from './keys.config';
+
+interface LoadedKey extends KeyTimeline {
   createdAt: number;
   privateKey: KeyObject;
   publicKey: KeyObject;
   publicJwk: JWK;
 }
 
+/** A key pair made to be stored; its lifecycle columns are set by the action that stores it. */
+type MadeKey = Pick<SigningKey, 'kid' | 'privateJwk' | 'publicJwk' | 'createdAt'>;
+
 /** How often every instance re-reads the keys, so a rotation reaches all of them within a minute. */
+const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_INSERT} VALUES (${AUDIT_VALUES})`);
 const RELOAD_INTERVAL_MS = 30_000;
 /** An unknown `kid` triggers a reload at most this often. */
 const UNKNOWN_KID_RELOAD_MS = 1_000;
-export const CLOCK_SKEW_SECONDS = 30;
+/** The PostgreSQL advisory lock key of changes to the signing keys (an arbitrary constant: "oauthkey"). */
+const KEYS_LOCK_KEY = '6f617574686b6579';
+/** Stands for the kid of a key not made yet, when planning only to learn whether one is needed. */
+const NOT_MADE_YET = '';
 
-/** RS256 signing keys, kept in the database so that every instance signs and verifies with the same set. */
+const READ_TIMELINES = sql`SELECT kid, activates_at, retires_at, unpublishes_at, state FROM signing_keys`;
+const INSERT_KEY = sql`
+  INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at, activates_at, retires_at, unpublishes_at, state)
+  VALUES (:kid, :privateJwk, :publicJwk, :createdAt, :activatesAt, NULL, NULL, 'published')`;
+const SCHEDULE_RETIREMENT = sql`UPDATE signing_keys SET retires_at = :retiresAt, unpublishes_at = :unpublishesAt WHERE kid = :kid`;
+const RECORD_STATE = sql`UPDATE signing_keys SET state = :state WHERE kid = :kid`;
+const DELETE_KEY = sql`DELETE FROM signing_keys WHERE kid = :kid`;
+
+interface TimelineRow {
+  kid: string;
+  activates_at: unknown;
+  retires_at: unknown;
+  unpublishes_at: unknown;
+  state: KeyState;
+}
+
+function timeline(row: TimelineRow): KeyTimeline {
+  return {
+    kid: row.kid,
+    activatesAt: epochMs(row.activates_at),
+    retiresAt: epochMs(row.retires_at, true),
+    unpublishesAt: epochMs(row.unpublishes_at, true),
+    state: row.state,
+  };
+}
+
+/** The statement that carries out an action; `made` is the new key a `publish` stores. */
+function write(action: KeyAction, made: MadeKey | undefined): Write {
+  switch (action.type) {
+    case 'publish':
+      if (!made || made.kid !== action.kid) throw new Error(`no key was made for "${action.kid}"`);
+      return [INSERT_KEY, { ...made, activatesAt: action.activatesAt }];
+    case 'schedule-retirement':
+      return [SCHEDULE_RETIREMENT, { kid: action.kid, retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt }];
+    case 'activate':
+      return [RECORD_STATE, { kid: action.kid, state: 'active' }];
+    case 'retire':
+      return [RECORD_STATE, { kid: action.kid, state: 'retired' }];
+    case 'remove':
+      return [DELETE_KEY, { kid: action.kid }];
+  }
+}
+
+/**
+ * RS256 signing keys, kept in the database so that every instance signs and verifies with the same set. Each
+ * instance caches the whole set with its timestamps and decides at each use, on {@link KEY_CLOCK}'s time, which
+ * key signs and which are published: a key planned to activate at an instant signs on every instance from then.
+ */
 @Injectable()
 export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SigningKeysService.name);
@@ -36,14 +104,17 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private readonly encryption: KeyEncryption;
   /** The key-encryption key being replaced (OLD_KEY_ENCRYPTION_KEY): still opens what it sealed meanwhile. */
   private readonly previous: KeyEncryption;
+  private readonly schedule: RotationSchedule;
 
   constructor(
     @InjectRepository(SigningKey) private readonly repo: Repository<SigningKey>,
-    private readonly config: AppConfig,
     keysConfig: KeysConfig,
+    @Inject(KEY_CLOCK) private readonly clock: KeyClock,
+    private readonly audit: AuditService,
   ) {
     this.encryption = new KeyEncryption(keysConfig.keyEncryptionKey);
     this.previous = new KeyEncryption(keysConfig.oldKeyEncryptionKey);
+    this.schedule = keysConfig.schedule;
   }
 
   /** A stored private key's JWK: opened with KEY_ENCRYPTION_KEY, or OLD_KEY_ENCRYPTION_KEY for what it sealed. */
@@ -56,14 +127,20 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     await this.reload();
     if (this.keys.length === 0) {
-      // The first start on an empty database: one key, even when several instances start together (PostgreSQL:
-      // they take turns under the start-up lock; SQLite: the insert is one statement that adds it only to an
-      // empty table, and SQLite runs one writer at a time).
-      await withStartupLock(this.repo.manager.connection, async () => {
-        await this.reload();
-        if (this.keys.length === 0) await this.insertIntoEmpty(await this.newKey());
-        await this.reload();
-      });
+      // The first start on an empty database: one key, even when several instances start together (they take
+      // turns under the keys' lock, and the later ones find the first one's key).
+      const made = await this.newKey(this.clock.now());
+      await this.change(
+        (keys) =>
+          keys.length
+            ? []
+            : [
+                { type: 'publish', kid: made.kid, activatesAt: made.createdAt },
+                { type: 'activate', kid: made.kid },
+              ],
+        made,
+      );
+      await this.reload();
     }
     this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_INTERVAL_MS);
     this.timer.unref();
@@ -73,15 +150,105 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Creates a new active key; older keys stay published until the tokens they signed have expired. */
+  /**
+   * Emergency rotation (`keys:rotate`): a new key signs at once (on every instance within a minute), the key that
+   * signed until now retires at once and stays published KEY_RETIREMENT_DAYS for the tokens it signed, and a
+   * successor the schedule published but not activated yet is withdrawn. The schedule goes on from the new key.
+   */
   async rotate(): Promise<string> {
-    const key = await this.newKey();
-    await this.repo.insert(key);
+    const now = this.clock.now();
+    const made = await this.newKey(now);
+    await this.change((keys) => planEmergencyRotation(keys, now, this.schedule, made.kid), made);
     await this.reload();
-    return key.kid;
+    return made.kid;
   }
 
-  private async newKey(): Promise<SigningKey> {
+  /**
+   * The scheduled check (run by the KeyRotationScheduler): records what time has brought (keys activated,
+   * retired, past their publication) and publishes the next key when one is due. Instances that run it at the
+   * same time change the keys once: each decides again, under the keys' lock, on what it reads there. Returns what
+   * this instance changed.
+   */
+  async checkRotation(): Promise<KeyAction[]> {
+    const now = this.clock.now();
+    const rows = await this.repo.find({ select: { kid: true, activatesAt: true, retiresAt: true, unpublishesAt: true, state: true } });
+    const planned = planScheduledRotation(rows, now, this.schedule, NOT_MADE_YET);
+    if (planned.length === 0) return [];
+    // Making a key takes a while: outside the lock, and only when one looks due.
+    const made = planned.some((action) => action.type === 'publish') ? await this.newKey(now) : undefined;
+    const done = await this.change(
+      (keys) =>
+        planScheduledRotation(keys, now, this.schedule, made?.kid ?? NOT_MADE_YET).filter(
+          // A key found due only under the lock (the keys changed meanwhile) waits for the next check.
+          (action) => made !== undefined || (action.type !== 'publish' && action.type !== 'schedule-retirement'),
+        ),
+      made,
+    );
+    await this.reload();
+    return done;
+  }
+
+  /** Decides on the stored keys under the keys' lock, makes the changes decided, and reports them. */
+  private async change(plan: (keys: KeyTimeline[]) => KeyAction[], made?: MadeKey): Promise<KeyAction[]> {
+    const now = this.clock.now();
+    const events: AuditEvent[] = [];
+    const actions = await lockedReadWrite<TimelineRow, KeyAction[]>(this.repo.manager.connection, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
+      const decided = plan(rows.map(timeline));
+      // Each change is a `key.rotated` audit event, written with it.
+      events.length = 0;
+      events.push(
+        ...decided.map((action) =>
+          AuditService.event({ type: 'key.rotated', actor: 'system', details: { change: action.type, kid: action.kid } }, NO_REQUEST, now),
+        ),
+      );
+      const audit = events.map((event): Write => [INSERT_AUDIT_EVENT, { now, ...AuditService.params(event) }]);
+      return { writes: [...decided.map((action) => write(action, made)), ...audit], result: decided };
+    });
+    this.reportKeyChanges(actions);
+    for (const event of events) this.audit.log(event);
+    return actions;
+  }
+
+  /**
+   * The one place where changes to the signing keys are reported — a key published, activated (the rotation
+   * proper), retired, removed from the JWKS — once each, by the instance that made them: a structured log line
+   * each, without key material. An audit trail of key rotations hooks in here.
+   */
+  private reportKeyChanges(actions: readonly KeyAction[]): void {
+    const at = (ms: number) => new Date(ms).toISOString();
+    for (const action of actions) {
+      switch (action.type) {
+        case 'publish':
+          this.logger.log(
+            { event: 'signing_key.published', kid: action.kid, activatesAt: at(action.activatesAt) },
+            'signing key published',
+          );
+          break;
+        case 'schedule-retirement':
+          this.logger.log(
+            {
+              event: 'signing_key.retirement_scheduled',
+              kid: action.kid,
+              retiresAt: at(action.retiresAt),
+              unpublishesAt: at(action.unpublishesAt),
+            },
+            'signing key retirement scheduled',
+          );
+          break;
+        case 'activate':
+          this.logger.log({ event: 'signing_key.activated', kid: action.kid }, 'signing key activated: new tokens are signed with it');
+          break;
+        case 'retire':
+          this.logger.log({ event: 'signing_key.retired', kid: action.kid }, 'signing key retired: it no longer signs and stays published');
+          break;
+        case 'remove':
+          this.logger.log({ event: 'signing_key.removed', kid: action.kid }, 'signing key removed from the JWKS');
+          break;
+      }
+    }
+  }
+
+  private async newKey(createdAt: number): Promise<MadeKey> {
     const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
     const publicJwk = await exportJWK(publicKey);
     const kid = await calculateJwkThumbprint(publicJwk);
@@ -89,19 +256,8 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
       kid,
       privateJwk: this.encryption.seal(kid, JSON.stringify(await exportJWK(privateKey))),
       publicJwk: JSON.stringify({ ...publicJwk, kid, alg: 'RS256', use: 'sig' }),
-      createdAt: Date.now(),
+      createdAt,
     };
-  }
-
-  /** Stores a key only if there is none yet (in the same statement). */
-  private async insertIntoEmpty(key: SigningKey): Promise<void> {
-    const { driver } = this.repo.manager.connection;
-    const [a, b, c, d] = [0, 1, 2, 3].map((i) => driver.createParameter(`p${i}`, i));
-    await this.repo.query(
-      `INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at)
-       SELECT ${a}, ${b}, ${c}, ${d} WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`,
-      [key.kid, key.privateJwk, key.publicJwk, key.createdAt],
-    );
   }
 
   /** How many private keys are not sealed under KEY_ENCRYPTION_KEY (plain, or under the key being replaced). */
@@ -137,33 +293,31 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** The key new tokens are signed with: the newest one. */
+  /** The key new tokens are signed with now: of the keys still published, the one activated last. */
   activeKey(): LoadedKey {
-    const key = this.keys[0];
-    if (!key) throw new Error('no signing key loaded');
+    const key = signingKeyAt(this.keys, this.clock.now());
+    if (!key) throw new Error('no signing key is active');
     return key;
   }
 
-  /** The public key for a `kid`, reloading from the database (rate-limited) when it is unknown here. */
-  async verificationKey(kid: string): Promise<KeyObject | undefined> {
-    const known = this.byKid.get(kid);
-    if (known) return known.publicKey;
-    if (Date.now() - this.lastReload >= UNKNOWN_KID_RELOAD_MS) {
-      await this.reload().catch(() => undefined);
-    }
-    return this.byKid.get(kid)?.publicKey;
+  /** Whether a key is in the JWKS now, so that the tokens it signed are accepted. */
+  isPublished(kid: string): boolean {
+    const key = this.byKid.get(kid);
+    return key !== undefined && phaseAt(key, this.clock.now()) !== 'removed';
   }
 
-  /** The JWK set: the active key and every older key whose tokens may still be unexpired. */
-  jwks(): { keys: JWK[] } {
-    const now = Date.now();
-    const graceMs = (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
-    const keys: JWK[] = [];
-    for (let i = 0; i < this.keys.length; i++) {
-      const supersededAt = i === 0 ? undefined : this.keys[i - 1].createdAt;
-      if (supersededAt === undefined || supersededAt + graceMs > now) keys.push(this.keys[i].publicJwk);
+  /** The public key of a published `kid`, reloading from the database (rate-limited) when it is unknown here. */
+  async verificationKey(kid: string): Promise<KeyObject | undefined> {
+    if (!this.byKid.has(kid) && Date.now() - this.lastReload >= UNKNOWN_KID_RELOAD_MS) {
+      await this.reload().catch(() => undefined);
     }
-    return { keys };
+    return this.isPublished(kid) ? this.byKid.get(kid)?.publicKey : undefined;
+  }
+
+  /** The JWK set: keys published ahead of their activation, the active one, and retired ones until they leave. */
+  jwks(): { keys: JWK[] } {
+    const now = this.clock.now();
+    return { keys: this.keys.filter((key) => phaseAt(key, now) !== 'removed').map((key) => key.publicJwk) };
   }
 
   reload(): Promise<void> {
@@ -176,14 +330,16 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private async load(): Promise<void> {
     this.lastReload = Date.now();
     try {
-      const rows = await this.repo.find({ order: { createdAt: 'DESC', kid: 'ASC' } });
-      const keys = rows.map((row) => {
+      const rows = await this.repo.find({ order: { activatesAt: 'DESC', kid: 'ASC' } });
+      const keys = rows.map((row): LoadedKey => {
+        const times = { activatesAt: row.activatesAt, retiresAt: row.retiresAt, unpublishesAt: row.unpublishesAt, state: row.state };
         const cached = this.byKid.get(row.kid);
-        if (cached) return cached;
+        if (cached) return { ...cached, ...times };
         const publicJwk = JSON.parse(row.publicJwk) as JWK;
         return {
           kid: row.kid,
           createdAt: row.createdAt,
+          ...times,
           privateKey: createPrivateKey({ key: JSON.parse(this.openPrivate(row.kid, row.privateJwk)), format: 'jwk' }),
           publicKey: createPublicKey({ key: publicJwk as Parameters<typeof createPublicKey>[0] & object, format: 'jwk' } as never),
           publicJwk,

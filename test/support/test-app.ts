@@ -74,6 +74,8 @@ export interface TestApp {
 export interface TestAppOptions {
   /** Modules imported next to AppModule (e.g. DiscoveryModule for the route inventory). */
   imports?: ModuleMetadata['imports'];
+  /** Providers replaced by values (e.g. the signing keys' clock, KEY_CLOCK). */
+  overrides?: { provide: unknown; useValue: unknown }[];
 }
 
 export async function createTestApp(
@@ -82,10 +84,11 @@ export async function createTestApp(
   options: TestAppOptions = {},
 ): Promise<TestApp> {
   const db = existingDb ?? (await createTestDatabase());
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] })
+  const builder = Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] })
     .overrideProvider(ENV)
-    .useValue({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url })
-    .compile();
+    .useValue({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url });
+  for (const { provide, useValue } of options.overrides ?? []) builder.overrideProvider(provide).useValue(useValue);
+  const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
     bodyParser: false,
     logger: ['error', 'warn'],
