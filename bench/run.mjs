@@ -28,6 +28,9 @@
 //        node bench/run.mjs                 (without the build step; needs an up-to-date dist/)
 // Env:   BENCH_DURATION  seconds per measurement (default 10)
 //        BENCH_WARMUP    seconds of warm-up before each measurement (default 2; 0 for none)
+//        BENCH_SLICES    the code flows: each side's BENCH_DURATION is cut into this many slices, run alternately
+//                        (service, peer, peer, service, ...), and the verdict is the median of the slices' ratios,
+//                        so that the machine's drift over a minute weighs on both sides alike (default 4)
 //        BENCH_ONLY      comma list of resource,users,flows (default: all); flows-sqlite / flows-postgres for one
 //                        database's flows only
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
@@ -54,7 +57,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { freshBrowserFlow, runFlowLoops, sessionFlow, sessionRefreshFlow } from './lib/flows.mjs';
+import { freshBrowserFlow, mergeFlowRuns, runFlowLoops, sessionFlow, sessionRefreshFlow } from './lib/flows.mjs';
 import { CookieJar, OAuthClient } from './lib/oauth.mjs';
 import { PeerOAuthClient } from './lib/peer-client.mjs';
 import { createDatabase, databaseUrl, dropAllDatabases, dropDatabase, seedUsersTo } from './lib/pg.mjs';
@@ -79,6 +82,7 @@ import {
 import { fmtMb, fmtMs, fmtNum, freePort, summarize } from './lib/util.mjs';
 
 const DURATION = positive('BENCH_DURATION', 10);
+const SLICES = Math.max(1, Math.round(positive('BENCH_SLICES', 4)));
 const WARMUP = positive('BENCH_WARMUP', 2, true);
 const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres'];
 const ONLY = new Set(
@@ -701,14 +705,18 @@ const FLOWS = [
   },
 ];
 
-/** Warm-up, then FLOW_LOOPS loops of `flow` for DURATION seconds, with the server's CPU use meanwhile. */
-async function measureFlow(label, server, flow, db) {
+/**
+ * FLOW_LOOPS loops of `flow` for `durationSec` (after the warm-up when `warmup`), with the server's CPU use
+ * meanwhile. The result keeps its samples (for {@link mergeFlowSlices}).
+ */
+async function measureFlow(label, server, flow, db, { durationSec = DURATION, warmup = true } = {}) {
   const quiet = await quietCpus(label);
-  if (WARMUP > 0) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flow });
-  log(`${label}: ${FLOW_LOOPS} loops, ${DURATION} s`);
-  const measured = await withCpu(server.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION, ...flow }), db);
+  if (warmup && WARMUP > 0) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flow });
+  log(`${label}: ${FLOW_LOOPS} loops, ${durationSec} s`);
+  const measured = await withCpu(server.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec, ...flow }), db);
   if (server.proc.exited) throw withProcessState(new Error(`${label}: the server exited during the measurement`), server.proc);
   const r = measured.value;
+  r.serverCpuSec = measured.cpuSec;
   r.serverCpuShare = measured.cpuShare;
   r.serverCpuMsPerFlow = (measured.cpuSec * 1000) / r.flows;
   r.clientCpuShare = measured.clientShare;
@@ -719,6 +727,32 @@ async function measureFlow(label, server, flow, db) {
   r.waitedForQuietMs = quiet.waitedMs;
   r.peakRssKbSoFar = peakRssKb(server.pid);
   return r;
+}
+
+/** The slices of one side's measurement as one result: totals, all samples' percentiles, time-weighted CPU shares. */
+function mergeFlowSlices(slices) {
+  const merged = mergeFlowRuns(slices);
+  const weighted = (key) => slices.reduce((sum, r) => sum + (r[key] ?? 0) * r.elapsedSec, 0) / merged.elapsedSec;
+  const cpuSec = slices.reduce((sum, r) => sum + r.serverCpuSec, 0);
+  return {
+    ...merged,
+    slices: slices.length,
+    sliceFlowsPerSec: slices.map((r) => r.flowsPerSec),
+    serverCpuShare: weighted('serverCpuShare'),
+    serverCpuMsPerFlow: (cpuSec * 1000) / merged.flows,
+    clientCpuShare: weighted('clientCpuShare'),
+    postgresCpuShare: slices.some((r) => r.postgresCpuShare !== undefined) ? weighted('postgresCpuShare') : undefined,
+    othersCpuShare: weighted('othersCpuShare'),
+    disturbed: slices.some((r) => r.disturbed),
+    waitedForQuietMs: slices.reduce((sum, r) => sum + r.waitedForQuietMs, 0),
+    peakRssKbSoFar: Math.max(...slices.map((r) => r.peakRssKbSoFar ?? 0)),
+  };
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** One access token of the peer, checked as a resource server would: RS256 JWT, typ at+jwt, issuer, audience. */
@@ -777,19 +811,30 @@ async function flowsScenario(kind) {
       // SQLite: service first for (a) and (c), peer first for (b); PostgreSQL the other way round.
       const peerFirst = (index % 2 === 1) === (kind === 'sqlite');
       const order = peerFirst ? ['peer', 'service'] : ['service', 'peer'];
-      const r = {};
-      for (const side of order) {
-        const { name, server, client, user } = sides[side];
-        r[side] = await measureFlow(`flow (${f.key}) on ${kind}, ${name}`, server, f.make(client, user), db);
+      // SLICES alternating pairs (A B, B A, A B, ...): each pair's ratio is taken minutes apart from the next, and
+      // the verdict is their median, so a slower minute of the machine weighs on both sides alike.
+      const slices = { service: [], peer: [] };
+      const pairRatios = [];
+      for (let i = 0; i < SLICES; i++) {
+        const pairOrder = i % 2 === 0 ? order : [...order].reverse();
+        for (const side of pairOrder) {
+          const { name, server, client, user } = sides[side];
+          const label = `flow (${f.key}) on ${kind}, ${name}${SLICES > 1 ? `, slice ${i + 1}/${SLICES}` : ''}`;
+          slices[side].push(
+            await measureFlow(label, server, f.make(client, user), db, { durationSec: DURATION / SLICES, warmup: i === 0 }),
+          );
+        }
+        pairRatios.push(slices.service[i].flowsPerSec / slices.peer[i].flowsPerSec);
       }
+      const r = { service: mergeFlowSlices(slices.service), peer: mergeFlowSlices(slices.peer) };
       out[f.key] = r.service;
       peerOut[f.key] = r.peer;
-      const ratio = r.service.flowsPerSec / r.peer.flowsPerSec;
+      const ratio = median(pairRatios);
       const errors = r.service.errors + r.peer.errors;
       const target = FLOW_TARGETS[f.key];
       const result = target ? verdict(ratio >= target, errors) : errors ? 'FAIL (errors)' : 'info';
       const first = order[0] === 'peer' ? PEER_NAME : 'service';
-      comparison[f.key] = { ratio, target: target ?? null, first, result };
+      comparison[f.key] = { ratio, pairRatios, target: target ?? null, first, result };
       const loginNote = f.key === 'c' ? ' (login: SHA-256, not argon2id)' : '';
       flowRows(section, `(${f.key}) ${f.label}, ${FLOW_LOOPS} loops: service`, r.service, f.steps);
       flowRows(section, `(${f.key}) the same: ${PEER_NAME}${loginNote}`, r.peer, f.steps);

@@ -58,6 +58,29 @@ export async function runFlowLoops({ concurrency, durationSec, setup, flow, maxI
     steps: Object.fromEntries([...steps].map(([name, list]) => [name, summarize(list)])),
     errors,
     errorSamples: Object.fromEntries(errorSamples),
+    // The samples, for merging slices of one measurement (see mergeFlowRuns); not kept in the results.
+    samples: { flow: flowTimes, steps },
+  };
+}
+
+/** One result from several runs of the same flow (slices of a measurement): totals, and percentiles of all samples. */
+export function mergeFlowRuns(runs) {
+  const flowTimes = runs.flatMap((r) => r.samples.flow);
+  const steps = new Map();
+  for (const r of runs) for (const [name, list] of r.samples.steps) steps.set(name, [...(steps.get(name) ?? []), ...list]);
+  const errorSamples = {};
+  for (const r of runs) for (const [key, n] of Object.entries(r.errorSamples)) errorSamples[key] = (errorSamples[key] ?? 0) + n;
+  const elapsedSec = runs.reduce((sum, r) => sum + r.elapsedSec, 0);
+  const flows = runs.reduce((sum, r) => sum + r.flows, 0);
+  return {
+    concurrency: runs[0].concurrency,
+    elapsedSec,
+    flows,
+    flowsPerSec: flows / elapsedSec,
+    flow: summarize(flowTimes),
+    steps: Object.fromEntries([...steps].map(([name, list]) => [name, summarize(list)])),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    errorSamples,
   };
 }
 
