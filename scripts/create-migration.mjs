@@ -34,7 +34,9 @@ writeFileSync(
 
 /**
  * Runs on SQLite and PostgreSQL alike: prefer TypeORM's Table API (queryRunner.createTable, addColumn, createIndex)
- * to raw SQL, and index every column you filter or sort by, with \`id\` last.
+ * to raw SQL, and index every column you filter or sort by, with \`id\` last. On SQLite, addColumn and changeColumn
+ * rebuild the table: for grants, authorization_codes, refresh_tokens or audit_events, wrap that work in
+ * withoutAuditedWriteViews (src/audit/audited-write-views.ts).
  */
 export class ${className} implements MigrationInterface {
   async up(queryRunner: QueryRunner): Promise<void> {

@@ -1,6 +1,7 @@
 import { type ExecutionContext, createParamDecorator } from '@nestjs/common';
 import type { Request } from 'express';
 import type { RequestWithPrincipal } from '../auth/auth.decorators';
+import { clientAddress } from '../common/client-address';
 import { requestIdOf } from '../common/request-id.middleware';
 
 /** The security events the service records, each in the same transaction as the change it describes. */
@@ -25,7 +26,7 @@ export const AUDIT_EVENT_TYPES = [
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** Where a request came from: the caller's address (behind TRUST_PROXY, the forwarded one) and its request id. */
+/** Where a request came from: the caller's address (see `clientAddress`) and its request id. */
 export interface AuditContext {
   address: string | null;
   requestId: string | null;
@@ -35,7 +36,7 @@ export interface AuditContext {
 export const NO_REQUEST: AuditContext = { address: null, requestId: null };
 
 export function auditContextOf(req: Request): AuditContext {
-  return { address: req.ip ?? null, requestId: requestIdOf(req) };
+  return { address: clientAddress(req) ?? null, requestId: requestIdOf(req) };
 }
 
 /** The request's {@link AuditContext}, as a controller parameter: `@Origin() origin: AuditContext`. */

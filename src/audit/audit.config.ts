@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from '../config/env';
+import { type Env, wholeDays } from '../config/env';
 
 export class AuditConfig {
   static readonly variables = ['AUDIT_RETENTION_DAYS'] as const;
@@ -6,9 +6,6 @@ export class AuditConfig {
   readonly retentionDays: number;
 
   constructor(env: Env) {
-    const raw = env.AUDIT_RETENTION_DAYS?.trim();
-    if (raw === undefined || raw === '') this.retentionDays = 90;
-    else if (/^\d{1,6}$/.test(raw)) this.retentionDays = Number(raw);
-    else throw new ConfigError(`AUDIT_RETENTION_DAYS must be a whole number of days (0: keep forever), got "${env.AUDIT_RETENTION_DAYS}"`);
+    this.retentionDays = wholeDays(env, 'AUDIT_RETENTION_DAYS', 90, 0);
   }
 }

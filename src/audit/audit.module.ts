@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfigModule } from '../config/config.module';
-import { LoggingModule } from '../logging/logging.module';
+import { SqlRunner } from '../database/sql';
 import { AuditEvent } from './audit-event.entity';
 import { AuditConfig } from './audit.config';
 import { AuditEventsController } from './audit-events.controller';
@@ -13,9 +13,9 @@ import { AuditService } from './audit.service';
  * retention and `GET /admin/audit-events`. Features record their events through {@link AuditService}.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig), LoggingModule],
+  imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig)],
   controllers: [AuditEventsController],
-  providers: [AuditService, AuditRetentionService],
+  providers: [AuditService, AuditRetentionService, SqlRunner],
   exports: [AuditService],
 })
 export class AuditModule {}

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type pino from 'pino';
-import { type EntityManager, LessThan, type Repository } from 'typeorm';
+import pino from 'pino';
+import { LessThan, type Repository } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { SqlRunner, Statement, type Write } from '../database/sql';
 import { type Page } from '../common/pagination';
 import { ACCESS_LOGGER } from '../logging/logging.module';
 import { AuditEvent } from './audit-event.entity';
@@ -29,6 +31,7 @@ export interface AuditEventView {
 export const AUDIT_INSERT = 'INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)';
 export const AUDIT_VALUES =
   ':auditId, :now, :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId, :auditDetails';
+const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_INSERT} VALUES (${AUDIT_VALUES})`);
 
 /**
  * The audit trail: every security event is a row, written in the same transaction as the change it describes,
@@ -38,8 +41,15 @@ export const AUDIT_VALUES =
 export class AuditService {
   constructor(
     @InjectRepository(AuditEvent) private readonly events: Repository<AuditEvent>,
-    @Inject(ACCESS_LOGGER) private readonly logger: pino.Logger,
-  ) {}
+    config: AppConfig,
+    private readonly db: SqlRunner,
+    @Optional() @Inject(ACCESS_LOGGER) logger?: pino.Logger,
+  ) {
+    // The command line has no application logger: its audit lines go to stderr (stdout is its JSON answer).
+    this.logger = logger ?? pino({ level: config.logLevel }, pino.destination(2));
+  }
+
+  private readonly logger: pino.Logger;
 
   /** The row for an event happening now. */
   static event(input: AuditEventInput, context: AuditContext, at = Date.now()): AuditEvent {
@@ -70,35 +80,32 @@ export class AuditService {
     };
   }
 
-  /**
-   * Records an event that goes with no other change (a failed login) and logs it; or, with `manager`, inside that
-   * transaction, and the caller logs it ({@link log}) once the transaction is committed.
-   */
-  async record(input: AuditEventInput, context: AuditContext, manager?: EntityManager): Promise<AuditEvent> {
+  /** Records an event that goes with no other change (a failed login), and logs it. */
+  async record(input: AuditEventInput, context: AuditContext): Promise<AuditEvent> {
     const event = AuditService.event(input, context);
-    await this.save(event, manager);
+    await this.save(event);
     return event;
   }
 
-  /**
-   * Runs `change` and records `input` in one transaction, then logs the event: the usual shape of a change that
-   * is a security event (a client created, a consent given).
-   */
-  async recorded<T>(input: Omit<AuditEventInput, 'actor'>, by: AuditBy, change: (manager: EntityManager) => Promise<T>): Promise<T> {
-    const event = AuditService.event({ ...input, actor: by.actor }, by.context);
-    const result = await this.events.manager.transaction(async (manager) => {
-      const value = await change(manager);
-      await manager.insert(AuditEvent, event);
-      return value;
-    });
+  /** {@link record} for an event already built (by {@link AuditService.event}). */
+  async save(event: AuditEvent): Promise<void> {
+    await this.db.run(INSERT_AUDIT_EVENT, AuditService.writeOf(event).params);
     this.log(event);
-    return result;
   }
 
-  /** {@link record} for an event already built (by {@link AuditService.event}). */
-  async save(event: AuditEvent, manager?: EntityManager): Promise<void> {
-    await (manager ?? this.events.manager).insert(AuditEvent, event);
-    if (!manager) this.log(event);
+  /**
+   * Makes a change (`writes`, see {@link SqlRunner.atomic}) and records its event in one transaction, then logs
+   * the event: the usual shape of a change that is a security event (a client created, a consent given).
+   */
+  async recorded(input: Omit<AuditEventInput, 'actor'>, by: AuditBy, writes: Write[]): Promise<void> {
+    const event = AuditService.event({ ...input, actor: by.actor }, by.context);
+    await this.db.atomic([...writes, AuditService.writeOf(event)]);
+    this.log(event);
+  }
+
+  /** The insert of an event, to go in a group of {@link SqlRunner.atomic} writes with its change. */
+  static writeOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): Extract<Write, { statement: Statement }> {
+    return { statement: INSERT_AUDIT_EVENT, params: { now: event.at, ...AuditService.params(event) }, ...options };
   }
 
   /** The log line of an event whose row is committed. */

@@ -1,7 +1,8 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { type EntityManager, LessThan, MoreThan, type Repository } from 'typeorm';
+import { LessThan, MoreThan, type Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { Statement, type Write } from '../database/sql';
 import { AuthConfig } from './auth.config';
 import { CLOCK_SKEW_SECONDS } from '../keys/signing-keys.service';
 import { RevokedGrant } from './revoked-grant.entity';
@@ -17,6 +18,11 @@ interface Revocation {
   at: number;
   until: number;
 }
+
+/** Revoked again (a client's client-credentials tokens): the later time counts. */
+const UPSERT_REVOKED_GRANT = new Statement(`
+  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
+  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`);
 
 @Injectable()
 export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown {
@@ -52,20 +58,36 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     return !grantId.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) || issuedAt * 1000 <= revocation.at;
   }
 
-  /** Records grants as revoked (in the caller's transaction when one is given) and applies it here at once. */
-  async revoke(grantIds: string[], manager?: EntityManager): Promise<void> {
+  /**
+   * A grant's revocation as one of a group of atomic writes ({@link SqlRunner.atomic}); once they are committed,
+   * {@link applied} makes it count here at once (other instances see it within REVOCATION_SYNC_SECONDS).
+   */
+  revocationWrite(grantId: string, now: number): Write {
+    return { statement: UPSERT_REVOKED_GRANT, params: { grantId, now, expiresAt: this.expiryOf(now) } };
+  }
+
+  applied(grantIds: string[], now: number): void {
+    for (const id of grantIds) this.revoked.set(id, { at: now, until: this.expiryOf(now) });
+  }
+
+  /** Until when a grant revoked at `now` stays on the list: its access tokens' longest life. */
+  expiryOf(now: number): number {
+    return now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
+  }
+
+  /** Records grants as revoked and applies it here at once. */
+  async revoke(grantIds: string[]): Promise<void> {
     if (grantIds.length === 0) return;
     const now = Date.now();
-    const expiresAt = now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
-    const repo = manager ? manager.getRepository(RevokedGrant) : this.repo;
+    const expiresAt = this.expiryOf(now);
     // Revoked again (a client's client-credentials tokens): the later time counts.
-    await repo
+    await this.repo
       .createQueryBuilder()
       .insert()
       .values(grantIds.map((grantId) => ({ grantId, revokedAt: now, expiresAt })))
       .orUpdate(['revoked_at', 'expires_at'], ['grant_id'])
       .execute();
-    for (const id of grantIds) this.revoked.set(id, { at: now, until: expiresAt });
+    this.applied(grantIds, now);
   }
 
   async sync(): Promise<void> {

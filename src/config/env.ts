@@ -53,6 +53,16 @@ export function wholeSeconds(env: Env, name: string, fallback: number, min = 1):
   return value;
 }
 
+/** A whole number of days, from `min` to 100 years (a larger one would overflow the epoch-millisecond columns' use). */
+export function wholeDays(env: Env, name: string, fallback: number, min: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d{1,5}$/.test(raw)) throw new ConfigError(`${name} must be a whole number of days, got "${env[name]}"`);
+  const value = Number(raw);
+  if (value < min || value > 36_500) throw new ConfigError(`${name} must be from ${min} to 36500 days, got "${env[name]}"`);
+  return value;
+}
+
 export function positiveInt(env: Env, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;

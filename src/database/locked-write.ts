@@ -1,26 +1,8 @@
 import type { DataSource } from 'typeorm';
-import type { Statement } from './sql';
+import { type Statement, bindValues as bind, sqliteConnection } from './sql';
 
 /** A statement and its values, to run inside {@link lockedReadWrite}. */
 export type Write = [Statement, Record<string, unknown>];
-
-/** The better-sqlite3 connection under TypeORM's driver (only what is used here). */
-interface SqliteConnection {
-  inTransaction: boolean;
-  prepare(text: string): { all(...values: unknown[]): unknown[]; run(...values: unknown[]): unknown };
-  transaction<T>(fn: () => T): { immediate(): T };
-}
-
-function bind(statement: Statement, params: Record<string, unknown>, postgres: boolean): { text: string; values: unknown[] } {
-  const { text, names } = statement.compile(postgres);
-  return {
-    text,
-    values: names.map((name) => {
-      if (!Object.hasOwn(params, name)) throw new Error(`no value for :${name}`);
-      return params[name];
-    }),
-  };
-}
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
@@ -49,7 +31,7 @@ export async function lockedReadWrite<Row, T>(
       return result;
     });
   }
-  const db = (dataSource.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
+  const db = sqliteConnection(dataSource);
   // TypeORM runs its SQLite transactions on this same connection; one of them is under way (awaiting between
   // its statements): this one cannot start inside it.
   if (db.inTransaction) throw new Error('the database connection is inside another transaction; try again');

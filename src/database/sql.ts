@@ -44,6 +44,37 @@ export function sql(strings: TemplateStringsArray): Statement {
   return new Statement(strings[0]);
 }
 
+/** Binds `params` to a statement's placeholders, for PostgreSQL or SQLite (which takes booleans as 0 and 1). */
+export function bindValues(statement: Statement, params: Record<string, unknown>, postgres: boolean): { text: string; values: unknown[] } {
+  const { text, names } = statement.compile(postgres);
+  const values = names.map((name) => {
+    if (!Object.hasOwn(params, name)) throw new Error(`no value for :${name}`);
+    const value = params[name];
+    return typeof value === 'boolean' && !postgres ? Number(value) : value;
+  });
+  return { text, values };
+}
+
+/**
+ * One statement of an {@link SqlRunner.atomic} group: a {@link Statement} with its parameters, or SQL already in
+ * the driver's own form (e.g. from a TypeORM query builder's `getQueryAndParameters()`). With `onlyIfChanged`, it
+ * runs only when the statement before it changed a row.
+ */
+export type Write =
+  | { statement: Statement; params: Record<string, unknown>; onlyIfChanged?: boolean }
+  | { text: string; values: unknown[]; onlyIfChanged?: boolean };
+
+/** The better-sqlite3 connection under TypeORM's driver (only what is used here). */
+export interface SqliteConnection {
+  inTransaction: boolean;
+  prepare(text: string): { all(...values: unknown[]): unknown[]; run(...values: unknown[]): { changes: number } };
+  transaction<T>(fn: () => T): { (): T; immediate(): T };
+}
+
+export function sqliteConnection(dataSource: DataSource): SqliteConnection {
+  return (dataSource.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
+}
+
 export interface SqlResult<Row> {
   rows: Row[];
   /** Rows changed by an INSERT/UPDATE/DELETE (with RETURNING: the rows returned). */
@@ -70,12 +101,7 @@ export class SqlRunner {
   }
 
   async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
-    const { text, names } = statement.compile(this.postgres);
-    const values = names.map((name) => {
-      if (!Object.hasOwn(params, name)) throw new Error(`no value for :${name}`);
-      const value = params[name];
-      return typeof value === 'boolean' && !this.postgres ? Number(value) : value;
-    });
+    const { text, values } = bindValues(statement, params, this.postgres);
     if (this.postgres) return this.runPrepared<Row>(statement.name, text, values);
     const runner = this.dataSource.createQueryRunner();
     try {
@@ -87,15 +113,70 @@ export class SqlRunner {
     }
   }
 
+  /**
+   * Runs `writes` in one transaction: all of them or none (a change and its audit event, say). On SQLite the
+   * transaction is synchronous on the connection — nothing else of this process runs in between, so no other
+   * request's statement can end up inside it (as it would inside an ORM transaction, which awaits between its
+   * statements on the one connection). On PostgreSQL it holds a pooled connection for its statements. Returns the
+   * rows each write changed (0 for one skipped by `onlyIfChanged`).
+   */
+  async atomic(writes: Write[]): Promise<number[]> {
+    const { logger } = this.dataSource;
+    const compiled = writes.map((write) => {
+      const { text, values } = 'statement' in write ? bindValues(write.statement, write.params, this.postgres) : write;
+      return { text, values, onlyIfChanged: Boolean(write.onlyIfChanged), name: 'statement' in write ? write.statement.name : undefined };
+    });
+    if (!this.postgres) {
+      const db = sqliteConnection(this.dataSource);
+      return db.transaction(() => {
+        const changed: number[] = [];
+        for (const { text, values, onlyIfChanged } of compiled) {
+          if (onlyIfChanged && !changed.at(-1)) {
+            changed.push(0);
+            continue;
+          }
+          logger.logQuery(text, values);
+          changed.push(db.prepare(text).run(...values).changes);
+        }
+        return changed;
+      })();
+    }
+    const client = await this.pool().connect();
+    try {
+      await client.query('BEGIN');
+      const changed: number[] = [];
+      for (const { text, values, onlyIfChanged, name } of compiled) {
+        if (onlyIfChanged && !changed.at(-1)) {
+          changed.push(0);
+          continue;
+        }
+        logger.logQuery(text, values);
+        const result = await client.query(name ? { name, text, values } : { text, values });
+        changed.push(result.rowCount ?? 0);
+      }
+      await client.query('COMMIT');
+      return changed;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error instanceof QueryFailedError ? error : new QueryFailedError('atomic writes', [], error as Error);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The driver's pool, read at each call: a reconnected data source has a new one. */
+  private pool(): Pool {
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
   /** The first row, if any. */
   async one<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<Row | undefined> {
     return (await this.run<Row>(statement, params)).rows[0];
   }
 
   private async runPrepared<Row>(name: string, text: string, values: unknown[]): Promise<SqlResult<Row>> {
-    const { logger, driver } = this.dataSource;
-    // The pool is read at each call: it is the driver's, and a reconnected data source has a new one.
-    const pool = (driver as unknown as { master: Pool }).master;
+    const { logger } = this.dataSource;
+    const pool = this.pool();
     logger.logQuery(text, values);
     let result: QueryResult;
     try {

@@ -17,8 +17,9 @@ describe('KeysConfig rotation schedule', () => {
         expect(() => new KeysConfig({ [name]: bad })).toThrow(`${name} must be a whole number of days, got "${bad}"`);
       }
     }
-    expect(() => new KeysConfig({ KEY_PROPAGATION_DAYS: '0' })).toThrow('KEY_PROPAGATION_DAYS must be at least 1, got "0"');
-    expect(() => new KeysConfig({ KEY_RETIREMENT_DAYS: '0' })).toThrow('KEY_RETIREMENT_DAYS must be at least 1, got "0"');
+    expect(() => new KeysConfig({ KEY_PROPAGATION_DAYS: '0' })).toThrow('KEY_PROPAGATION_DAYS must be from 1 to 36500 days, got "0"');
+    expect(() => new KeysConfig({ KEY_RETIREMENT_DAYS: '0' })).toThrow('KEY_RETIREMENT_DAYS must be from 1 to 36500 days, got "0"');
+    expect(() => new KeysConfig({ KEY_ROTATION_DAYS: '99999' })).toThrow('KEY_ROTATION_DAYS must be from 0 to 36500 days, got "99999"');
   });
 
   it('refuses a propagation time as long as the rotation period', () => {

@@ -1,5 +1,5 @@
 import { accessTokenTtl } from '../config/app-config';
-import { ConfigError, type Env } from '../config/env';
+import { ConfigError, type Env, wholeDays } from '../config/env';
 
 /** Seconds of clock skew allowed between the issuer and whoever checks a token's `exp`. */
 export const CLOCK_SKEW_SECONDS = 30;
@@ -15,17 +15,6 @@ function keyEncryptionKey(env: Env, name: string): Buffer | undefined {
     throw new ConfigError(`${name} must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits`);
   }
   return bytes;
-}
-
-function wholeDays(env: Env, name: string, fallback: number, min: number): number {
-  const raw = env[name]?.trim();
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    throw new ConfigError(`${name} must be a whole number of days, got "${raw}"`);
-  }
-  const value = Number(raw);
-  if (value < min) throw new ConfigError(`${name} must be at least ${min}, got "${raw}"`);
-  return value;
 }
 
 /**

@@ -4,10 +4,10 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import type { Repository } from 'typeorm';
 import { type Write, lockedReadWrite } from '../database/locked-write';
-import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { NO_REQUEST } from '../audit/audit-events';
-import { Statement, epochMs, sql } from '../database/sql';
+import { epochMs, sql } from '../database/sql';
 import { KEY_CLOCK, type KeyClock } from './key-clock';
 import { KeyEncryption, KeyEncryptionError } from './key-encryption';
 import {
@@ -35,7 +35,6 @@ interface LoadedKey extends KeyTimeline {
 type MadeKey = Pick<SigningKey, 'kid' | 'privateJwk' | 'publicJwk' | 'createdAt'>;
 
 /** How often every instance re-reads the keys, so a rotation reaches all of them within a minute. */
-const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_INSERT} VALUES (${AUDIT_VALUES})`);
 const RELOAD_INTERVAL_MS = 30_000;
 /** An unknown `kid` triggers a reload at most this often. */
 const UNKNOWN_KID_RELOAD_MS = 1_000;
@@ -158,7 +157,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   async rotate(): Promise<string> {
     const now = this.clock.now();
     const made = await this.newKey(now);
-    await this.change((keys) => planEmergencyRotation(keys, now, this.schedule, made.kid), made);
+    await this.change((keys, at) => planEmergencyRotation(keys, at, this.schedule, made.kid), made);
     await this.reload();
     return made.kid;
   }
@@ -177,8 +176,8 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     // Making a key takes a while: outside the lock, and only when one looks due.
     const made = planned.some((action) => action.type === 'publish') ? await this.newKey(now) : undefined;
     const done = await this.change(
-      (keys) =>
-        planScheduledRotation(keys, now, this.schedule, made?.kid ?? NOT_MADE_YET).filter(
+      (keys, at) =>
+        planScheduledRotation(keys, at, this.schedule, made?.kid ?? NOT_MADE_YET).filter(
           // A key found due only under the lock (the keys changed meanwhile) waits for the next check.
           (action) => made !== undefined || (action.type !== 'publish' && action.type !== 'schedule-retirement'),
         ),
@@ -188,12 +187,15 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     return done;
   }
 
-  /** Decides on the stored keys under the keys' lock, makes the changes decided, and reports them. */
-  private async change(plan: (keys: KeyTimeline[]) => KeyAction[], made?: MadeKey): Promise<KeyAction[]> {
-    const now = this.clock.now();
+  /**
+   * Decides on the stored keys under the keys' lock, at the time read there (making a key outside it takes a
+   * while), makes the changes decided with their audit events, and reports them.
+   */
+  private async change(plan: (keys: KeyTimeline[], now: number) => KeyAction[], made?: MadeKey): Promise<KeyAction[]> {
     const events: AuditEvent[] = [];
     const actions = await lockedReadWrite<TimelineRow, KeyAction[]>(this.repo.manager.connection, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
-      const decided = plan(rows.map(timeline));
+      const now = this.clock.now();
+      const decided = plan(rows.map(timeline), now);
       // Each change is a `key.rotated` audit event, written with it.
       events.length = 0;
       events.push(
@@ -201,7 +203,10 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
           AuditService.event({ type: 'key.rotated', actor: 'system', details: { change: action.type, kid: action.kid } }, NO_REQUEST, now),
         ),
       );
-      const audit = events.map((event): Write => [INSERT_AUDIT_EVENT, { now, ...AuditService.params(event) }]);
+      const audit = events.map((event): Write => {
+        const { statement, params } = AuditService.writeOf(event);
+        return [statement, params];
+      });
       return { writes: [...decided.map((action) => write(action, made)), ...audit], result: decided };
     });
     this.reportKeyChanges(actions);

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import pino from 'pino';
 import pinoPretty from 'pino-pretty';
@@ -64,7 +64,8 @@ const accessLoggerProvider = {
   useFactory: (config: AppConfig, destination: pino.DestinationStream) => pino({ level: config.logLevel }, destination),
 };
 
-/** The pino instances and their shared destination: one of each per application. */
+/** The pino instances and their shared destination: one of each per application, for every module (global). */
+@Global()
 @Module({
   providers: [destinationProvider, rootLoggerProvider, accessLoggerProvider],
   exports: [ROOT_LOGGER, ACCESS_LOGGER],

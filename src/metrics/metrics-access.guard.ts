@@ -1,6 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
+import { clientAddress } from '../common/client-address';
 import { DomainError } from '../common/domain-error';
 import { MetricsConfig } from './metrics.config';
 import { MetricsError } from './metrics.errors';
@@ -38,8 +39,8 @@ export class MetricsAccessGuard implements CanActivate {
   }
 
   private clientAddress(req: Request): string | undefined {
-    if (this.app.trustProxy) return req.ips.at(-1) ?? req.socket.remoteAddress;
+    if (this.app.trustProxy) return clientAddress(req);
     const forwarded = req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined;
-    return forwarded ? undefined : req.socket.remoteAddress;
+    return forwarded ? undefined : clientAddress(req);
   }
 }

@@ -5,6 +5,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
 import type { Page } from '../common/pagination';
+import type { Write } from '../database/sql';
 import { CONTROL_CHARACTER } from '../common/text';
 import { Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
@@ -153,9 +154,57 @@ function checkedScope(scope: string): string {
   return [...new Set(scopes)].join(' ');
 }
 
+/**
+ * Whether a value could be a client id (at most 64 characters, no control characters): anything else is refused
+ * before a query (which also keeps NUL, which PostgreSQL rejects, away from it).
+ */
+export function isClientId(value: string): boolean {
+  return value.length > 0 && value.length <= 64 && !CONTROL_CHARACTER.test(value);
+}
+
+const FAILURE_EVENTS_PER_MINUTE = 10;
+
+/**
+ * At most `limit` events per key and window: {@link admit} answers undefined for one to leave out, else how many
+ * were left out since the last one admitted (so a flood of failures costs a few rows, and the rows say how many).
+ */
+class EventBudget {
+  private readonly windows = new Map<string, { start: number; count: number; suppressed: number }>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
+
+  admit(key: string, now: number): number | undefined {
+    let window = this.windows.get(key);
+    if (!window || now - window.start >= this.windowMs) {
+      if (this.windows.size >= 10_000) this.windows.clear();
+      window = { start: now, count: 0, suppressed: window?.suppressed ?? 0 };
+      this.windows.set(key, window);
+    }
+    if (window.count >= this.limit) {
+      window.suppressed += 1;
+      return undefined;
+    }
+    window.count += 1;
+    const suppressed = window.suppressed;
+    window.suppressed = 0;
+    return suppressed;
+  }
+}
+
+/** A TypeORM query builder's SQL and values, in the driver's own form, as one of a group of atomic writes. */
+function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write {
+  const [text, values] = builder.getQueryAndParameters();
+  return { text, values };
+}
+
 @Injectable()
 export class ClientsService {
   private readonly cache = new Map<string, { client: Readonly<Client>; until: number }>();
+  /** Failed authentications are counted, not each written, past a few a minute per client (unknown ones together). */
+  private readonly failureEvents = new EventBudget(FAILURE_EVENTS_PER_MINUTE, 60_000);
 
   constructor(
     @InjectRepository(Client) private readonly clients: Repository<Client>,
@@ -192,7 +241,9 @@ export class ClientsService {
       createdAt: Date.now(),
     });
     const details = { name, grant_types: grantTypes.join(' ') };
-    await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, (m) => m.insert(Client, client));
+    await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, [
+      sqlOf(this.clients.createQueryBuilder().insert().into(Client).values(client)),
+    ]);
     return { ...ClientsService.view(client), ...(secret ? { client_secret: secret } : {}) };
   }
 
@@ -214,9 +265,9 @@ export class ClientsService {
         .filter((key) => changes[key as keyof UpdateClientInput] !== undefined)
         .join(' '),
     };
-    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, (m) =>
-      m.update(Client, { id: client.id }, { scope: client.scope, redirectUris: client.redirectUris }),
-    );
+    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [
+      this.updateOf(client.id, { scope: client.scope, redirectUris: client.redirectUris }),
+    ]);
     this.cache.delete(client.id);
     return ClientsService.view(client);
   }
@@ -242,7 +293,7 @@ export class ClientsService {
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
     };
     const details = { changed: 'registration' };
-    await this.audit.recorded({ type: 'client.updated', clientId, details }, by, (m) => m.update(Client, { id: clientId }, changes));
+    await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.updateOf(clientId, changes)]);
     this.cache.delete(clientId);
     return { ...found, ...changes };
   }
@@ -259,17 +310,24 @@ export class ClientsService {
     if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     if (client.isPublic) throw new InvalidClientInputError('a public client has no secret');
     const secret = randomSecret(32);
-    await this.audit.recorded({ type: 'client.secret_rotated', clientId }, by, (m) =>
-      m.update(Client, { id: clientId }, { secretHash: hashSecret(secret) }),
-    );
+    await this.audit.recorded({ type: 'client.secret_rotated', clientId }, by, [
+      this.updateOf(clientId, { secretHash: hashSecret(secret) }),
+    ]);
     this.cache.delete(clientId);
     return { ...ClientsService.view(client), client_secret: secret };
   }
 
   /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */
   async remove(clientId: string, by: AuditBy = BY_SYSTEM): Promise<void> {
-    await this.audit.recorded({ type: 'client.deleted', clientId }, by, (m) => m.delete(Client, { id: clientId }));
+    await this.audit.recorded({ type: 'client.deleted', clientId }, by, [
+      sqlOf(this.clients.createQueryBuilder().delete().from(Client).where('id = :id', { id: clientId })),
+    ]);
     this.cache.delete(clientId);
+  }
+
+  /** The UPDATE of one client's columns, as SQL to write with its audit event. */
+  private updateOf(clientId: string, changes: Partial<Client>): Write {
+    return sqlOf(this.clients.createQueryBuilder().update(Client).set(changes).where('id = :id', { id: clientId }));
   }
 
   static view(client: Client): ClientView {
@@ -288,8 +346,7 @@ export class ClientsService {
 
   /** The registered client, from this instance's short-lived cache when it has it. Callers must not change it. */
   async find(clientId: string): Promise<Readonly<Client> | undefined> {
-    // Not an id this service issues (which also keeps NUL, which PostgreSQL rejects, away from the query).
-    if (!clientId || clientId.length > 64 || CONTROL_CHARACTER.test(clientId)) return undefined;
+    if (!isClientId(clientId)) return undefined;
     const now = Date.now();
     const cached = this.cache.get(clientId);
     if (cached && cached.until > now) return cached.client;
@@ -313,11 +370,14 @@ export class ClientsService {
       if (error instanceof OAuthError && error.error === 'invalid_client') {
         const named = parseBasicCredentials(credentials.authorization)?.id ?? credentials.clientId;
         const known = named !== undefined ? await this.find(named) : undefined;
-        const details = { reason: known ? error.description : 'no such client' };
-        await this.audit.record(
-          { type: 'client.authentication_failed', actor: 'anonymous', clientId: known?.id ?? null, details },
-          context,
-        );
+        const suppressed = this.failureEvents.admit(known?.id ?? '', Date.now());
+        if (suppressed !== undefined) {
+          const details = { reason: known ? error.description : 'no such client', ...(suppressed ? { suppressed } : {}) };
+          await this.audit.record(
+            { type: 'client.authentication_failed', actor: 'anonymous', clientId: known?.id ?? null, details },
+            context,
+          );
+        }
       }
       throw error;
     }

@@ -94,7 +94,8 @@ const CONSUME_CODE = new Statement(`
 /**
  * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
  * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
- * live grant, live code, the PKCE challenge of the presented verifier (NULL for none) and the redirect URI.
+ * live grant, live code, the PKCE challenge of the presented verifier (NULL for none), the redirect URI and the
+ * requested resources (RFC 8707: among the grant's, or the API's when it named none; `:requested` space-separated).
  */
 const CONSUME_CODE_AND_ISSUE = new Statement(`
   WITH consumed AS (
@@ -108,7 +109,10 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     SELECT * FROM code
     WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
       AND code_challenge IS NOT DISTINCT FROM :challenge
-      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))),
+      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
+      AND (:requested = '' OR NOT EXISTS (
+        SELECT 1 FROM unnest(string_to_array(:requested, ' ')) AS requested(uri)
+        WHERE requested.uri <> ALL (string_to_array(COALESCE(NULLIF(grant_resources, ''), :api), ' '))))),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
     SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM passed
@@ -233,6 +237,8 @@ export class CodeGrantService {
         redirectUri: input.redirectUri ?? null,
         registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
         withRefresh,
+        requested: requestedResources.join(' '),
+        api: this.resources.api,
         ...AuditService.params(event),
       });
     } else {

@@ -3,9 +3,8 @@ import { AuditService } from '../audit/audit.service';
 import { Injectable } from '@nestjs/common';
 import { scopeDescription } from '../auth/scopes';
 import { SqlRunner, epochMs, sql } from '../database/sql';
-import { CONTROL_CHARACTER } from '../common/text';
-import { ConsentService } from './consent.service';
-import { GrantRevocationService } from './grant-revocation.service';
+import { RevokedGrantsService } from '../auth/revoked-grants.service';
+import { isClientId } from './clients.service';
 import type { ConnectedAppView } from './pages';
 
 /**
@@ -23,6 +22,22 @@ const CONSENTS = sql`
   SELECT co.client_id, c.name, co.scope, co.updated_at
   FROM consents co JOIN clients c ON c.id = co.client_id
   WHERE co.user_id = :userId`;
+
+const UNREVOKED_GRANTS = sql`SELECT id FROM grants WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL`;
+const CONSENT = sql`SELECT 1 AS found FROM consents WHERE user_id = :userId AND client_id = :clientId`;
+const DELETE_CONSENT = sql`DELETE FROM consents WHERE user_id = :userId AND client_id = :clientId`;
+/** The person's grants of the client not revoked yet, on the revoked list (before they are marked, below). */
+const LIST_GRANTS_REVOKED = sql`
+  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at)
+  SELECT id, :now, :expiresAt FROM grants WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL
+  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`;
+const REVOKE_GRANTS = sql`
+  UPDATE grants SET revoked_at = :now WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL`;
+/** The unrotated refresh tokens of the person's grants of the client (dead already; as revokeGrant does). */
+const DELETE_REFRESH_TOKENS = sql`
+  DELETE FROM refresh_tokens
+  WHERE client_id = :clientId AND rotated_at IS NULL
+    AND grant_id IN (SELECT id FROM grants WHERE user_id = :userId AND client_id = :clientId)`;
 
 interface GrantRow {
   client_id: string;
@@ -49,8 +64,7 @@ export type RevokeAppResult = 'revoked' | 'not-connected' | 'malformed';
 export class ConnectedAppsService {
   constructor(
     private readonly db: SqlRunner,
-    private readonly consents: ConsentService,
-    private readonly grants: GrantRevocationService,
+    private readonly revoked: RevokedGrantsService,
     private readonly audit: AuditService,
   ) {}
 
@@ -94,17 +108,29 @@ export class ConnectedAppsService {
   }
 
   /**
-   * Withdraws a client's access to this person's account: the consent first (so no new authorization skips the
-   * page), then every grant of theirs for it, then the `grant.revoked` event. `not-connected` when the person had
-   * neither with this client.
+   * Withdraws a client's access to this person's account, in one transaction: the consent (so no new
+   * authorization skips the page), every grant of theirs for it not revoked yet (on the revoked list, so that their
+   * access tokens stop on every instance; their refresh tokens deleted), and the `grant.revoked` event.
+   * `not-connected` when the person had neither a consent nor such a grant with this client.
    */
   async revoke(userId: string, clientId: unknown, context: AuditContext): Promise<RevokeAppResult> {
-    if (typeof clientId !== 'string' || !clientId || clientId.length > 64 || CONTROL_CHARACTER.test(clientId)) return 'malformed';
-    const withdrawn = await this.consents.withdraw(userId, clientId);
-    const revoked = await this.grants.revokeUserClientGrants(userId, clientId);
-    if (!withdrawn && revoked === 0) return 'not-connected';
-    const details = { grants: revoked, consent_withdrawn: withdrawn };
-    await this.audit.record({ type: 'grant.revoked', actor: `user:${userId}`, userId, clientId, details }, context);
+    if (typeof clientId !== 'string' || !isClientId(clientId)) return 'malformed';
+    const params = { userId, clientId };
+    const [grants, consent] = await Promise.all([this.db.run<{ id: string }>(UNREVOKED_GRANTS, params), this.db.one(CONSENT, params)]);
+    const ids = grants.rows.map((row) => row.id);
+    if (ids.length === 0 && !consent) return 'not-connected';
+    const now = Date.now();
+    const details = { grants: ids.length, consent_withdrawn: Boolean(consent) };
+    const event = AuditService.event({ type: 'grant.revoked', actor: `user:${userId}`, userId, clientId, details }, context, now);
+    await this.db.atomic([
+      { statement: DELETE_CONSENT, params },
+      { statement: LIST_GRANTS_REVOKED, params: { ...params, now, expiresAt: this.revoked.expiryOf(now) } },
+      { statement: REVOKE_GRANTS, params: { ...params, now } },
+      { statement: DELETE_REFRESH_TOKENS, params },
+      AuditService.writeOf(event),
+    ]);
+    this.revoked.applied(ids, now);
+    this.audit.log(event);
     return 'revoked';
   }
 }

@@ -3,7 +3,12 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
+import { sql } from '../database/sql';
 import { Consent } from './entities/consent.entity';
+
+const UPSERT_CONSENT = sql`
+  INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (:userId, :clientId, :scope, :now)
+  ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at`;
 
 /** The scopes each user has granted to each client, so that a repeated request skips the consent page. */
 @Injectable()
@@ -20,25 +25,16 @@ export class ConsentService {
 
   /** Adds `scope` to what the user granted the client, with its `consent.granted` event. */
   async record(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
-    const event = AuditService.event({ type: 'consent.granted', actor: `user:${userId}`, userId, clientId, details: { scope } }, context);
-    await this.consents.manager.transaction(async (manager) => {
-      const consents = manager.getRepository(Consent);
-      const row = await consents.findOne({ where: { userId, clientId } });
-      const merged = new Set([...(row?.scope.split(' ') ?? []), ...scope.split(' ')].filter(Boolean));
-      await consents.upsert({ userId, clientId, scope: [...merged].join(' '), updatedAt: event.at }, ['userId', 'clientId']);
-      await this.audit.save(event, manager);
-    });
-    this.audit.log(event);
+    const merged = await this.consentedScopes(userId, clientId);
+    for (const s of scope.split(' ')) if (s) merged.add(s);
+    const by = { actor: `user:${userId}` as const, context };
+    await this.audit.recorded({ type: 'consent.granted', userId, clientId, details: { scope } }, by, [
+      { statement: UPSERT_CONSENT, params: { userId, clientId, scope: [...merged].join(' '), now: Date.now() } },
+    ]);
   }
 
   /** The user said no: only the event. */
   async deny(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
     await this.audit.record({ type: 'consent.denied', actor: `user:${userId}`, userId, clientId, details: { scope } }, context);
-  }
-
-  /** Forgets what the user granted the client, so that its next authorization request asks again. */
-  async withdraw(userId: string, clientId: string): Promise<boolean> {
-    const { affected } = await this.consents.delete({ userId, clientId });
-    return Boolean(affected);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import { SqlRunner, sql } from '../database/sql';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
@@ -15,19 +15,9 @@ import { RefreshToken } from './entities/refresh-token.entity';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
 import { hashSecret } from './secrets';
 
-/** Marks a person's live grants of one client revoked, naming them (one statement, however many there are). */
-const REVOKE_USER_CLIENT_GRANTS = sql`
-  UPDATE grants SET revoked_at = :now
-  WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL
-  RETURNING id`;
-/** The unrotated refresh tokens of a person's revoked grants of one client (dead already; as revokeGrant does). */
-const DELETE_USER_CLIENT_REFRESH_TOKENS = sql`
-  DELETE FROM refresh_tokens
-  WHERE client_id = :clientId AND rotated_at IS NULL
-    AND grant_id IN (SELECT id FROM grants WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NOT NULL)`;
-/** Grant ids per insert into the revoked list (three values each, well within either database's limit). */
-const REVOKED_LIST_BATCH = 500;
-
+const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
+/** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
+const DELETE_LIVE_REFRESH_TOKENS = sql`DELETE FROM refresh_tokens WHERE grant_id = :grantId AND rotated_at IS NULL`;
 /**
  * The life of a grant (one code and the refresh tokens rotated from it): whether it is still live, and its
  * revocation — on code replay, refresh-token reuse, RFC 7009 revocation and the deletion of its user.
@@ -53,26 +43,15 @@ export class GrantRevocationService {
    * `event` (code replayed, refresh token reused, token or grant revoked) is recorded in the same transaction.
    */
   async revokeGrant(grantId: string, event: AuditEvent): Promise<void> {
-    await this.grants.manager.transaction(async (manager) => {
-      await manager.update(Grant, { id: grantId, revokedAt: IsNull() }, { revokedAt: event.at });
-      await this.revoked.revoke([grantId], manager);
-      await manager.delete(RefreshToken, { grantId, rotatedAt: IsNull() });
-      await this.audit.save(event, manager);
-    });
+    const now = event.at;
+    await this.db.atomic([
+      { statement: REVOKE_GRANT, params: { grantId, now } },
+      this.revoked.revocationWrite(grantId, now),
+      { statement: DELETE_LIVE_REFRESH_TOKENS, params: { grantId } },
+      AuditService.writeOf(event),
+    ]);
+    this.revoked.applied([grantId], now);
     this.audit.log(event);
-  }
-
-  /**
-   * A person withdraws a client's access: every grant of theirs for that client that is not revoked yet is revoked
-   * as {@link revokeGrant} does it, whatever their number. Grants of other people are never touched. Returns how
-   * many were revoked.
-   */
-  async revokeUserClientGrants(userId: string, clientId: string): Promise<number> {
-    const { rows } = await this.db.run<{ id: string }>(REVOKE_USER_CLIENT_GRANTS, { now: Date.now(), userId, clientId });
-    const ids = rows.map((row) => row.id);
-    for (let i = 0; i < ids.length; i += REVOKED_LIST_BATCH) await this.revoked.revoke(ids.slice(i, i + REVOKED_LIST_BATCH));
-    if (ids.length) await this.db.run(DELETE_USER_CLIENT_REFRESH_TOKENS, { userId, clientId });
-    return ids.length;
   }
 
   /** RFC 7009: revokes the grant of a refresh or access token of this client; anything else is ignored. */

@@ -153,9 +153,13 @@ export class RefreshGrantService {
         const grantExpiresAt = liveGrantExpiry(successor, now);
         const scope = narrowed(successor.scope, requested.requestedScope);
         const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, requested.resource), successor.grant_resources);
-        const used = await this.db.run(USE_GRACE, { tokenHash: hashSecret(presented), successorHash: hash });
-        if (used.affected) {
-          await this.audit.save({ ...event, details: JSON.stringify({ retried: true }) });
+        const retried = { ...event, details: JSON.stringify({ retried: true }) };
+        const [used] = await this.db.atomic([
+          { statement: USE_GRACE, params: { tokenHash: hashSecret(presented), successorHash: hash } },
+          AuditService.writeOf(retried, { onlyIfChanged: true }),
+        ]);
+        if (used) {
+          this.audit.log(retried);
           const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
           return this.issuer.respond(grant, scope, { secret, hash });
         }

@@ -29,6 +29,11 @@ function isResourceUri(value: string): boolean {
 export class ResourceIndicators {
   constructor(private readonly config: AppConfig) {}
 
+  /** This service's API (`AUDIENCE`): the resource of a grant whose request named none. */
+  get api(): string {
+    return this.config.audience;
+  }
+
   /** The `resource` values of a request, checked against what `client` may name (none: an empty list). */
   requested(client: Client, raw: string | undefined): string[] {
     if (raw === undefined) return [];

@@ -24,6 +24,8 @@ export interface CurrentSession {
   consented?: Set<string>;
 }
 
+const INSERT_SESSION = sql`
+  INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at) VALUES (:id, :userId, :csrfToken, :now, :expiresAt)`;
 const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at FROM sessions WHERE id = :id`;
 /** The session and the scopes its user already granted the client, in one round trip. */
 const FIND_SESSION_WITH_CONSENT = sql`
@@ -60,12 +62,10 @@ export class SessionsService {
       createdAt: now,
       expiresAt: now + this.config.sessionTtl * 1000,
     });
-    const event = AuditService.event({ type: 'login.succeeded', actor: `user:${userId}`, userId }, context, now);
-    await this.sessions.manager.transaction(async (manager) => {
-      await manager.insert(Session, session);
-      await this.audit.save(event, manager);
-    });
-    this.audit.log(event);
+    const by = { actor: `user:${userId}` as const, context };
+    await this.audit.recorded({ type: 'login.succeeded', userId }, by, [
+      { statement: INSERT_SESSION, params: { id: session.id, userId, csrfToken: session.csrfToken, now, expiresAt: session.expiresAt } },
+    ]);
     if (Math.random() < 0.01) void this.sessions.delete({ expiresAt: LessThan(now) }).catch(() => undefined);
     return { session, secret };
   }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditRetentionService } from '../../src/audit/audit-retention.service';
+import { AuditService } from '../../src/audit/audit.service';
+import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { ClientsService } from '../../src/oauth/clients.service';
 import { CodeGrantService } from '../../src/oauth/code-grant.service';
 import {
@@ -196,6 +198,15 @@ describe('audit events (one row and one log line per security event, GET /admin/
     expect(JSON.stringify(list)).not.toContain(wrong);
   });
 
+  it('writes at most 10 failed authentications of one client a minute: a flood costs a few rows', async () => {
+    const client = await registerClient(t, { trusted: true });
+    for (let i = 0; i < 13; i++) {
+      const res = await backChannel(t, '/introspect', { ...client, client_secret: `wrong-${i}` }, { token: 'x' });
+      expectOAuthError(res, 401, 'invalid_client');
+    }
+    expect(await events({ client_id: client.client_id, type: 'client.authentication_failed' })).toHaveLength(10);
+  });
+
   it('records the admin API changes to a client with the administrator as actor, never the secret', async () => {
     const created = await t
       .http()
@@ -299,9 +310,18 @@ describe('audit events (one row and one log line per security event, GET /admin/
     const bad = await t
       .http()
       .get('/admin/audit-events')
-      .query({ type: 'login', user_id: 'me', from: 'yesterday', client_id: 'a\u0001b', sort: 'type' })
+      .query({ type: 'login', user_id: 'me', from: 'yesterday', to: '2026-W05', client_id: 'a\u0001b', sort: 'type' })
       .set(...bearer(adminToken));
-    expectValidationProblem(bad, '/admin/audit-events', ['type', 'user_id', 'from', 'client_id', 'sort']);
+    expectValidationProblem(bad, '/admin/audit-events', ['type', 'user_id', 'from', 'to', 'client_id', 'sort']);
+    // ISO 8601 forms Date.parse cannot read, and a date-time without its time zone: 400, never a 500.
+    for (const from of ['2026-123', '20260101', '2026-11-24T10:00:00', '2026-13-01T00:00:00Z']) {
+      const res = await t
+        .http()
+        .get('/admin/audit-events')
+        .query({ from })
+        .set(...bearer(adminToken));
+      expectValidationProblem(res, '/admin/audit-events', ['from']);
+    }
 
     const person = await t.createUser();
     const notAdmin = await t
@@ -324,5 +344,33 @@ describe('audit events (one row and one log line per security event, GET /admin/
     expect(await events({ user_id: userId })).toHaveLength(3);
     expect(await retention.prune(Date.now() + 91 * 86_400_000)).toBeGreaterThanOrEqual(3);
     expect(await events({ user_id: userId })).toEqual([]);
+  });
+});
+
+describe('audit events behind a trusted proxy (TRUST_PROXY=true)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ ...NO_RATE_LIMITS, TRUST_PROXY: 'true' });
+  });
+  afterAll(() => t.close());
+
+  const failedLogin = async (forwardedFor: string) => {
+    const user = await t.createUser();
+    const browser = new Browser(t);
+    const page = await browser.get('/login');
+    const res = await browser.submit(page, { email: user.email, password: 'not the password' }, { 'X-Forwarded-For': forwardedFor });
+    expect(res.status).toBe(401);
+    const list = await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { user_id: user.id }));
+    return list.data;
+  };
+
+  it('records the address the proxy saw (the last X-Forwarded-For entry), not the one the client wrote', async () => {
+    const [event] = await failedLogin('198.51.100.7, 203.0.113.9');
+    expect(event).toMatchObject({ type: 'login.failed', address: '203.0.113.9' });
+  });
+
+  it('records no address for one that is not an IP address, however long: never a 500, the failure still recorded', async () => {
+    const [event] = await failedLogin(`${'x'.repeat(300)}, not-an-address-${'y'.repeat(100)}`);
+    expect(event).toMatchObject({ type: 'login.failed', address: null });
   });
 });

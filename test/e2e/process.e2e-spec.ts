@@ -1,7 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
+import { ROOT, type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
 import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
@@ -322,6 +323,23 @@ describe('the built service', () => {
       expect(p).toMatchObject({ public: true, trusted: false });
       expect(p.scope.split(' ').sort()).toEqual([...ALL_SCOPES].sort());
       expect(p).not.toHaveProperty('client_secret');
+    });
+
+    it('keeps stdout to the one JSON answer at the default log level: its audit line goes to stderr', () => {
+      const args = ['dist/src/cli.js', 'client:create', '--name', 'Logged', '--redirect-uri', 'https://logged.example/cb'];
+      const run = spawnSync(process.execPath, args, {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', DATABASE_URL: db.url, LOG_LEVEL: 'info' },
+      });
+      expect(run.status).toBe(0);
+      expect(JSON.parse(run.stdout.toString())).toMatchObject({ name: 'Logged' });
+      const stderr = run.stderr.toString();
+      const audit = stderr
+        .split('\n')
+        .filter((line) => line.includes('"audit"'))
+        .map((line) => JSON.parse(line) as { audit: { type: string; actor: string } });
+      expect(audit.map((line) => [line.audit.type, line.audit.actor])).toEqual([['client.created', 'system']]);
+      expect(stderr).not.toMatch(/client_secret/);
     });
 
     it("changes a client's scopes and redirect URIs, and refuses an unknown client or scope in one line", () => {

@@ -1,3 +1,7 @@
+import { DataSource } from 'typeorm';
+import { AuditService } from '../../src/audit/audit.service';
+import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
+import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService, type ClientView } from '../../src/oauth/clients.service';
 import {
@@ -111,6 +115,18 @@ describe('resource indicators (RFC 8707)', () => {
     const outside = await codeFor([BILLING]);
     const refused = await redeem(outside, [api]);
     expectOAuthError(refused, 400, 'invalid_target');
+  });
+
+  it('a code spent on a resource outside its authorization leaves no refresh token and no code.redeemed event', async () => {
+    const refreshTokens = t.app.get(DataSource).getRepository(RefreshToken);
+    const redeemedEvents = async () =>
+      (await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type: 'code.redeemed', client_id: client.client_id })))
+        .page.total;
+    const before = { tokens: await refreshTokens.count({ where: { clientId: client.client_id } }), events: await redeemedEvents() };
+    expectOAuthError(await redeem(await codeFor([BILLING]), [api]), 400, 'invalid_target');
+    expectOAuthError(await redeem(await codeFor([]), [BILLING]), 400, 'invalid_target');
+    expect(await refreshTokens.count({ where: { clientId: client.client_id } })).toBe(before.tokens);
+    expect(await redeemedEvents()).toBe(before.events);
   });
 
   it('without any resource the token is for the API, as before; naming the API works too', async () => {

@@ -92,16 +92,21 @@ export class Browser {
     return this.remember(await this.t.http().get(path).set(this.headers()).redirects(0));
   }
 
-  async post(path: string, form: Record<string, string | undefined>): Promise<Response> {
+  /** POSTs a form; `headers` are sent besides the cookies (e.g. what a proxy adds). */
+  async post(path: string, form: Record<string, string | undefined>, headers: Record<string, string> = {}): Promise<Response> {
     const body = new URLSearchParams();
     for (const [k, v] of Object.entries(form)) if (v !== undefined) body.append(k, v);
-    return this.remember(await this.t.http().post(path).set(this.headers()).type('form').send(body.toString()).redirects(0));
+    const req = this.t
+      .http()
+      .post(path)
+      .set({ ...this.headers(), ...headers });
+    return this.remember(await req.type('form').send(body.toString()).redirects(0));
   }
 
   /** Submits the first form of `page` with its hidden fields plus `extra` (a browser's form submission). */
-  async submit(page: Response, extra: Record<string, string | undefined> = {}): Promise<Response> {
+  async submit(page: Response, extra: Record<string, string | undefined> = {}, headers: Record<string, string> = {}): Promise<Response> {
     const form = parseForm(page.text);
-    return this.post(form.action ?? '/', { ...form.hidden, ...extra });
+    return this.post(form.action ?? '/', { ...form.hidden, ...extra }, headers);
   }
 
   private headers(): Record<string, string> {

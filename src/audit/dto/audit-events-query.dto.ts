@@ -1,12 +1,20 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsISO8601, IsOptional, IsUUID, Length } from 'class-validator';
+import { IsOptional, IsUUID, Length, ValidateBy } from 'class-validator';
 import { PageQueryDto } from '../../common/pagination';
 import { OneOf, SORT_ORDERS, SingleLine, type SortOrder } from '../../common/validation';
 import { AUDIT_EVENT_TYPES, type AuditEventType } from '../audit-events';
 
-const TIME = { format: 'date-time', description: 'ISO 8601, e.g. 2026-11-24T08:00:00Z' } as const;
+const TIME = { format: 'date-time', description: 'RFC 3339 with a time zone, e.g. 2026-11-24T08:00:00Z' } as const;
+/** RFC 3339 (the ISO 8601 profile the API answers in) with its time zone: what `Date.parse` reads the same everywhere. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const ISO_TIME = (field: string) =>
-  IsISO8601({ strict: true, strictSeparator: true }, { message: `${field} must be an ISO 8601 date-time` });
+  ValidateBy({
+    name: 'dateTime',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && DATE_TIME.test(value) && Number.isFinite(Date.parse(value)),
+      defaultMessage: () => `${field} must be a date-time with its time zone, e.g. 2026-11-24T08:00:00Z`,
+    },
+  });
 
 /** `GET /admin/audit-events`: filters and paging; newest first unless `order=asc`. */
 export class AuditEventsQueryDto extends PageQueryDto {

@@ -1,4 +1,5 @@
 import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
+import { createAuditedWriteViews, dropAuditedWriteViews } from '../audited-write-views';
 
 /**
  * The audit trail: one row per security event. No foreign keys (the trail outlives the users and clients it
@@ -7,7 +8,8 @@ import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
  * On SQLite, where a statement cannot write two tables, two views with INSTEAD OF INSERT triggers let the
  * hottest writes and their events go in one statement, atomically: `code_issue` (a grant, its code and the
  * `code.issued` event) and `refresh_token_issue` (a refresh token and the event that issued it). On PostgreSQL
- * the same writes are data-modifying CTEs, and these views do not exist.
+ * the same writes are data-modifying CTEs, and these views do not exist. (A later migration that rebuilds one of
+ * those tables on SQLite, as TypeORM's addColumn/changeColumn do, wraps its work in `withoutAuditedWriteViews`.)
  */
 export class AuditEvents1795500400000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
@@ -32,45 +34,11 @@ export class AuditEvents1795500400000 implements MigrationInterface {
         ],
       }),
     );
-    if (q.connection.options.type === 'postgres') return;
-    await q.query(`
-      CREATE VIEW code_issue AS SELECT
-        g.id AS grant_id, g.user_id, g.client_id, g.scope, g.resources, g.created_at, g.expires_at AS grant_expires_at,
-        c.code_hash, c.redirect_uri, c.code_challenge, c.expires_at AS code_expires_at,
-        a.id AS audit_id, a.actor, a.address, a.request_id, a.details
-      FROM grants g, authorization_codes c, audit_events a WHERE 0`);
-    await q.query(`
-      CREATE TRIGGER code_issue_insert INSTEAD OF INSERT ON code_issue BEGIN
-        INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at)
-        VALUES (NEW.grant_id, NEW.user_id, NEW.client_id, NEW.scope, NEW.resources, NEW.created_at, NEW.grant_expires_at, NULL);
-        INSERT INTO authorization_codes
-          (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
-        VALUES (NEW.code_hash, NEW.grant_id, NEW.client_id, NEW.user_id, NEW.redirect_uri, NEW.scope, NEW.code_challenge,
-          NEW.created_at, NEW.code_expires_at, NULL);
-        INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)
-        VALUES (NEW.audit_id, NEW.created_at, 'code.issued', NEW.actor, NEW.user_id, NEW.client_id, NEW.address,
-          NEW.request_id, NEW.details);
-      END`);
-    await q.query(`
-      CREATE VIEW refresh_token_issue AS SELECT
-        r.token_hash, r.grant_id, r.client_id, r.user_id, r.scope, r.created_at, r.expires_at,
-        a.id AS audit_id, a.type AS audit_type, a.actor, a.address, a.request_id, a.details
-      FROM refresh_tokens r, audit_events a WHERE 0`);
-    await q.query(`
-      CREATE TRIGGER refresh_token_issue_insert INSTEAD OF INSERT ON refresh_token_issue BEGIN
-        INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-        VALUES (NEW.token_hash, NEW.grant_id, NEW.client_id, NEW.user_id, NEW.scope, NEW.created_at, NEW.expires_at, NULL);
-        INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)
-        VALUES (NEW.audit_id, NEW.created_at, NEW.audit_type, NEW.actor, NEW.user_id, NEW.client_id, NEW.address,
-          NEW.request_id, NEW.details);
-      END`);
+    await createAuditedWriteViews(q);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    if (q.connection.options.type !== 'postgres') {
-      await q.query(`DROP VIEW refresh_token_issue`);
-      await q.query(`DROP VIEW code_issue`);
-    }
+    await dropAuditedWriteViews(q);
     await q.dropTable('audit_events');
   }
 }

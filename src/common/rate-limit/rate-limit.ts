@@ -1,3 +1,4 @@
+import { clientAddress } from '../client-address';
 import { type ExecutionContext, Inject, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
@@ -20,7 +21,7 @@ function clientOf(req: Request): string {
   if (basic) return `client:${basic.id.slice(0, 100)}`;
   const body = req.body as Record<string, unknown> | undefined;
   if (body && typeof body.client_id === 'string') return `client:${body.client_id.slice(0, 100)}`;
-  return `ip:${req.ip}`;
+  return `ip:${clientAddress(req)}`;
 }
 
 /** POST /login and client registration: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
@@ -34,21 +35,21 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         limit: config.rateLimitLogin,
         ttl: WINDOW_MS,
         skipIf: (ctx) => bucketOf(ctx) !== 'login',
-        getTracker: (req) => `ip:${(req as Request).ip}`,
+        getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
       {
         name: 'register',
         limit: config.rateLimitRegister,
         ttl: WINDOW_MS,
         skipIf: (ctx) => bucketOf(ctx) !== 'register',
-        getTracker: (req) => `ip:${(req as Request).ip}`,
+        getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
       {
         name: 'token-address',
         limit: config.rateLimitToken,
         ttl: WINDOW_MS,
         skipIf: (ctx) => bucketOf(ctx) !== 'token',
-        getTracker: (req) => `ip:${(req as Request).ip}`,
+        getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
       {
         name: 'token-client',

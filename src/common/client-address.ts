@@ -1,0 +1,13 @@
+import { isIP } from 'node:net';
+import type { Request } from 'express';
+
+/**
+ * The address a request came from, as far as this service can know it: the peer of the connection; behind a
+ * trusted proxy (TRUST_PROXY), the address that proxy saw — the last `X-Forwarded-For` entry, which the proxy
+ * wrote, not the first one Express takes for `req.ip`, which the client wrote. Only an IP address (anything else,
+ * e.g. a forged header's text, is undefined), so it is safe to store, log and count by.
+ */
+export function clientAddress(req: Request): string | undefined {
+  const address = req.ips.at(-1) ?? req.socket.remoteAddress;
+  return address !== undefined && isIP(address) ? address : undefined;
+}
