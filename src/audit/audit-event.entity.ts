@@ -1,11 +1,15 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { EpochMsColumn } from '../database/columns';
 
 /** One security event (see `AUDIT_EVENT_TYPES`). Users and clients are kept by id, without foreign keys: the
  * trail outlives what it speaks of. */
 @Entity('audit_events')
 export class AuditEvent {
-  @PrimaryColumn({ type: 'varchar', length: 36 })
+  /** Insertion order: the tie-break of events in the same millisecond. Never shown. */
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  seq?: string;
+
+  @Column({ type: 'varchar', length: 36 })
   id: string;
 
   @EpochMsColumn()

@@ -124,7 +124,7 @@ export class AuditService {
     if (query.from) qb.andWhere('e.at >= :from', { from: Date.parse(query.from) });
     if (query.to) qb.andWhere('e.at < :to', { to: Date.parse(query.to) });
     const order = query.order === 'asc' ? 'ASC' : 'DESC';
-    qb.orderBy('e.at', order).addOrderBy('e.id', order).take(query.limit).skip(query.offset);
+    qb.orderBy('e.at', order).addOrderBy('e.seq', order).take(query.limit).skip(query.offset);
     const [rows, total] = await qb.getManyAndCount();
     return { data: rows.map(view), page: { limit: query.limit, offset: query.offset, total } };
   }
