@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { LessThan, type Repository } from 'typeorm';
@@ -20,16 +21,21 @@ export interface CurrentSession {
   userId: string;
   csrfToken: string;
   expiresAt: number;
+  /** When the user logged in (epoch ms): ID tokens' `auth_time`. */
+  authTime: number;
+  /** The session's id in ID tokens (never its cookie's hash, which is `id`). */
+  sid: string;
   /** The scopes the user has granted the client asked about (see {@link SessionsService.current}). */
   consented?: Set<string>;
 }
 
 const INSERT_SESSION = sql`
-  INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at) VALUES (:id, :userId, :csrfToken, :now, :expiresAt)`;
-const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at FROM sessions WHERE id = :id`;
+  INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at, auth_time, sid)
+  VALUES (:id, :userId, :csrfToken, :now, :expiresAt, :now, :sid)`;
+const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at, auth_time, sid FROM sessions WHERE id = :id`;
 /** The session and the scopes its user already granted the client, in one round trip. */
 const FIND_SESSION_WITH_CONSENT = sql`
-  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, c.scope AS consented_scope
+  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, s.auth_time, s.sid, c.scope AS consented_scope
   FROM sessions s LEFT JOIN consents c ON c.user_id = s.user_id AND c.client_id = :clientId
   WHERE s.id = :id`;
 
@@ -38,6 +44,8 @@ interface SessionRow {
   user_id: string;
   csrf_token: string;
   expires_at: string | number;
+  auth_time: string | number;
+  sid: string;
   consented_scope?: string | null;
 }
 
@@ -61,10 +69,15 @@ export class SessionsService {
       csrfToken: randomSecret(24),
       createdAt: now,
       expiresAt: now + this.config.sessionTtl * 1000,
+      authTime: now,
+      sid: randomUUID(),
     });
     const by = { actor: `user:${userId}` as const, context };
     await this.audit.recorded({ type: 'login.succeeded', userId }, by, [
-      { statement: INSERT_SESSION, params: { id: session.id, userId, csrfToken: session.csrfToken, now, expiresAt: session.expiresAt } },
+      {
+        statement: INSERT_SESSION,
+        params: { id: session.id, userId, csrfToken: session.csrfToken, now, expiresAt: session.expiresAt, sid: session.sid },
+      },
     ]);
     if (Math.random() < 0.01) void this.sessions.delete({ expiresAt: LessThan(now) }).catch(() => undefined);
     return { session, secret };
@@ -84,7 +97,14 @@ export class SessionsService {
     if (!row) return undefined;
     const expiresAt = epochMs(row.expires_at);
     if (expiresAt <= Date.now()) return undefined;
-    const session: CurrentSession = { id: row.id, userId: row.user_id, csrfToken: row.csrf_token, expiresAt };
+    const session: CurrentSession = {
+      id: row.id,
+      userId: row.user_id,
+      csrfToken: row.csrf_token,
+      expiresAt,
+      authTime: epochMs(row.auth_time),
+      sid: row.sid,
+    };
     if (consentOf !== undefined) session.consented = new Set((row.consented_scope ?? '').split(' ').filter(Boolean));
     return session;
   }

@@ -33,4 +33,8 @@ export class AuthorizationCode {
 
   @EpochMsColumn({ nullable: true })
   consumedAt: number | null;
+
+  /** The authorization request's `nonce` (OpenID Connect), repeated in the ID token of this code only. */
+  @Column({ type: 'text', nullable: true })
+  nonce: string | null;
 }

@@ -28,4 +28,12 @@ export class Grant {
 
   @EpochMsColumn({ nullable: true })
   revokedAt: number | null;
+
+  /** The login of the session the grant was issued in (ID tokens' `auth_time`, kept on refresh); null before OpenID Connect. */
+  @EpochMsColumn({ nullable: true })
+  authTime: number | null;
+
+  /** That session's `sid`; null before OpenID Connect. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  sid: string | null;
 }

@@ -18,4 +18,12 @@ export class Session {
 
   @EpochMsColumn()
   expiresAt: number;
+
+  /** When the user logged in (OpenID Connect `auth_time`); a re-authentication in the session moves it. */
+  @EpochMsColumn()
+  authTime: number;
+
+  /** The session's id in ID tokens (`sid`): random, unlike `id`, which is the hash of the cookie and never shown. */
+  @Column({ type: 'varchar', length: 64 })
+  sid: string;
 }
