@@ -4,14 +4,14 @@ import { ApiQuery } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
-import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
+import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
 import { scopeDescription } from '../auth/scopes';
-import { CodeGrantService, type IssueCodeInput } from './code-grant.service';
+import { CodeGrantService, type CodeRequest } from './code-grant.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { safeEqual } from './secrets';
-import { SessionsService } from './sessions.service';
+import { type CurrentSession, SessionsService } from './sessions.service';
 
 /** The authorization endpoint (RFC 6749 4.1) with its login redirect and consent page: redirects and HTML, so it writes the response. */
 @Public()
@@ -48,6 +48,12 @@ export class AuthorizeController {
     description: 'PKCE (RFC 7636), required for public clients',
   })
   @ApiQuery({ name: 'code_challenge_method', required: false, schema: { type: 'string', enum: ['S256'] } })
+  @ApiQuery({
+    name: 'nonce',
+    required: false,
+    schema: { type: 'string', maxLength: MAX_NONCE_LENGTH },
+    description: 'OpenID Connect: repeated in the ID token of the code',
+  })
   @ApiQuery({
     name: 'resource',
     required: false,
@@ -86,7 +92,7 @@ export class AuthorizeController {
     const requested = request.scope.split(' ');
     const { consented } = session;
     if (!consented || requested.every((s) => consented.has(s))) {
-      await this.redirectWithCode(req, res, request, session.userId, 302);
+      await this.redirectWithCode(req, res, request, session, 302);
       return;
     }
     sendHtml(
@@ -114,6 +120,7 @@ export class AuthorizeController {
       state: { type: 'string' },
       code_challenge: { type: 'string' },
       code_challenge_method: { type: 'string' },
+      nonce: { type: 'string' },
     },
     ['csrf', 'decision', 'client_id'],
   )
@@ -132,7 +139,7 @@ export class AuthorizeController {
     if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
     if (decision === 'allow') {
       await this.consents.record(session.userId, request.client.id, request.scope, auditContextOf(req));
-      await this.redirectWithCode(req, res, request, session.userId, 303);
+      await this.redirectWithCode(req, res, request, session, 303);
       return;
     }
     if (decision === 'deny') {
@@ -176,14 +183,15 @@ export class AuthorizeController {
     req: Request,
     res: Response,
     request: Extract<AuthorizationRequestResult, { kind: 'valid' }>,
-    userId: string,
+    session: CurrentSession,
     status: 302 | 303,
   ): Promise<void> {
-    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId });
+    const { userId, authTime, sid } = session;
+    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId, authTime, sid });
     sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
   }
 
-  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>, req: Request): Omit<IssueCodeInput, 'userId'> {
+  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>, req: Request): CodeRequest {
     return {
       context: auditContextOf(req),
       client: request.client,
@@ -191,6 +199,7 @@ export class AuthorizeController {
       resources: request.resources,
       redirectUri: request.sentRedirectUri,
       codeChallenge: request.codeChallenge,
+      nonce: request.nonce,
     };
   }
 }

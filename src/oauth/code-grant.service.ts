@@ -11,11 +11,16 @@ import { OAuthError } from './oauth-error';
 import { isRegisteredRedirectUri } from './redirect-uris';
 import { ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
-import { type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { type RefreshTokenSecret, TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
 
 export interface IssueCodeInput {
   client: Client;
   userId: string;
+  /** The login of the session the code is issued in (epoch ms) and the session's `sid`, for ID tokens. */
+  authTime: number;
+  sid: string;
+  /** OpenID Connect `nonce` of the request, or null. */
+  nonce: string | null;
   scope: string;
   /** RFC 8707 resources the request named (empty: none). */
   resources: string[];
@@ -23,6 +28,9 @@ export interface IssueCodeInput {
   codeChallenge: string | null;
   context: AuditContext;
 }
+
+/** What the authorization request decides of a code; the session supplies the rest. */
+export type CodeRequest = Omit<IssueCodeInput, 'userId' | 'authTime' | 'sid'>;
 
 export interface CodeExchangeInput {
   code?: string;
@@ -37,12 +45,12 @@ function invalidGrant(description: string): OAuthError {
 }
 
 const GRANT_INSERT = `
-  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at)
-  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL)`;
+  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
+  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL, :authTime, :sid)`;
 const CODE_INSERT = `
   INSERT INTO authorization_codes
-    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
-  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL)`;
+    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
+  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce)`;
 /** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${CODE_INSERT}`,
@@ -50,27 +58,30 @@ const INSERT_GRANT_AND_CODE = new Statement(
 /** SQLite: the same through the `code_issue` view, whose INSTEAD OF trigger writes the three rows. */
 const INSERT_CODE_ISSUE = sql`
   INSERT INTO code_issue
-    (grant_id, user_id, client_id, scope, resources, created_at, grant_expires_at,
-     code_hash, redirect_uri, code_challenge, code_expires_at, audit_id, actor, address, request_id, details)
-  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt,
-     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
+    (grant_id, user_id, client_id, scope, resources, created_at, grant_expires_at, auth_time, sid,
+     code_hash, redirect_uri, code_challenge, code_expires_at, nonce, audit_id, actor, address, request_id, details)
+  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, :authTime, :sid,
+     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :nonce, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
 /**
  * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
  * session is live, in one statement (one round trip for the whole authorization request).
  */
 const ISSUE_CODE_IN_SESSION = new Statement(`
   WITH session AS (
-    SELECT user_id, expires_at FROM sessions WHERE id = :sessionId),
+    SELECT user_id, expires_at, auth_time, sid FROM sessions WHERE id = :sessionId),
   live AS (
-    SELECT user_id FROM session WHERE expires_at > :now),
+    SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now),
   grant_row AS (
-    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at)
-    SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL FROM live
+    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
+    SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL,
+      auth_time, sid
+    FROM live
     RETURNING user_id),
   code_row AS (
     INSERT INTO authorization_codes
-      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at)
-    SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL
+      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
+    SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL,
+      CAST(:nonce AS text)
     FROM grant_row
     RETURNING user_id),
   audit AS (
@@ -79,7 +90,7 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
     FROM code_row)
   SELECT user_id FROM code_row`);
 
-const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at';
+const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce';
 /**
  * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
  * concurrent redemption sees the grant as it was before any replay could revoke it.
@@ -90,7 +101,9 @@ const CONSUME_CODE = new Statement(`
   RETURNING ${CONSUMED_COLUMNS},
     (SELECT g.revoked_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_revoked_at,
     (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at,
-    (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources`);
+    (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources,
+    (SELECT g.auth_time FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_auth_time,
+    (SELECT g.sid FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_sid`);
 /**
  * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
  * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
@@ -103,7 +116,8 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
     RETURNING ${CONSUMED_COLUMNS}),
   code AS (
-    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources
+    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+      g.auth_time AS grant_auth_time, g.sid AS grant_sid
     FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
   passed AS (
     SELECT * FROM code
@@ -136,6 +150,9 @@ interface ConsumedCode {
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
   grant_resources: string | null;
+  nonce: string | null;
+  grant_auth_time: string | number | null;
+  grant_sid: string | null;
   /** PostgreSQL: whether the statement stored the new refresh token. */
   issued?: boolean;
   /** PostgreSQL: whether the statement stored the `code.redeemed` event (exactly when the code's checks pass). */
@@ -173,22 +190,22 @@ export class CodeGrantService {
    * For a client that needs no consent (trusted): the code for the user of the login session a cookie names, or
    * undefined when there is no live session. On PostgreSQL the session check and the writes are one statement.
    */
-  async issueCodeInSession(sessionSecret: string | undefined, input: Omit<IssueCodeInput, 'userId'>): Promise<string | undefined> {
+  async issueCodeInSession(sessionSecret: string | undefined, input: CodeRequest): Promise<string | undefined> {
     if (!this.db.postgres) {
       const session = await this.sessions.current(sessionSecret);
-      return session ? this.issueCode({ ...input, userId: session.userId }) : undefined;
+      return session ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid }) : undefined;
     }
     const sessionId = this.sessions.idOf(sessionSecret);
     if (sessionId === undefined) return undefined;
-    // The user is the session's: the statement takes it from the session row.
-    const { code, params, event } = this.newCode(input, null, Date.now());
+    // The user, the login time and the sid are the session's: the statement takes them from the session row.
+    const { code, params, event } = this.newCode({ ...input, authTime: null, sid: null }, null, Date.now());
     const row = await this.db.one<{ user_id: string }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId });
     if (!row) return undefined;
     this.audit.log({ ...event, actor: `user:${row.user_id}`, userId: row.user_id });
     return code;
   }
 
-  private newCode(input: Omit<IssueCodeInput, 'userId'>, userId: string | null, now: number) {
+  private newCode(input: CodeRequest & { authTime: number | null; sid: string | null }, userId: string | null, now: number) {
     const code = randomSecret(32);
     const event = AuditService.event(
       { type: 'code.issued', actor: `user:${userId}`, userId, clientId: input.client.id, details: { scope: input.scope } },
@@ -204,6 +221,9 @@ export class CodeGrantService {
       resources: ResourceIndicators.stored(input.resources),
       redirectUri: input.redirectUri,
       codeChallenge: input.codeChallenge,
+      nonce: input.nonce,
+      authTime: input.authTime,
+      sid: input.sid,
       now,
       grantExpiresAt: now + this.config.refreshTokenTtl * 1000,
       codeExpiresAt: now + this.config.authCodeTtl * 1000,
@@ -274,7 +294,14 @@ export class CodeGrantService {
     // The code is spent: a resource outside the authorization is refused, and the refresh token the statement
     // may have stored is never handed out (nobody holds its secret).
     const audience = this.resources.audienceFor(requestedResources, row.grant_resources);
-    const grant = { id: row.grant_id, userId: row.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
+    const grant = {
+      id: row.grant_id,
+      userId: row.user_id,
+      clientId: client.id,
+      expiresAt: grantExpiresAt,
+      audience,
+      login: loginOf(row.grant_auth_time, row.grant_sid, row.nonce),
+    };
     // The checks above are the statement's conditions: on PostgreSQL the event (and the refresh token, for a
     // client allowed the refresh-token grant) is stored exactly when they pass.
     event.userId = row.user_id;

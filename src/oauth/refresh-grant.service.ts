@@ -9,12 +9,13 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
 import { ResourceIndicators } from './resource-indicators';
 import { hashSecret, openWith, sealFor } from './secrets';
-import { TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
 
 /** The refresh token with its grant's state, in one round trip. */
 const FIND_REFRESH_TOKEN = sql`
   SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed,
-    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources
+    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid
   FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
@@ -39,7 +40,8 @@ const ROTATE_AND_ISSUE = new Statement(`
     FROM grants g
     WHERE r.token_hash = :tokenHash AND r.client_id = :clientId AND r.rotated_at IS NULL AND r.expires_at > :now
       AND g.id = r.grant_id AND g.revoked_at IS NULL AND g.expires_at > :now
-    RETURNING r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources),
+    RETURNING r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+      g.auth_time AS grant_auth_time, g.sid AS grant_sid),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
     SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM rotated
@@ -61,9 +63,13 @@ interface RefreshTokenRow {
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
   grant_resources: string | null;
+  grant_auth_time: string | number | null;
+  grant_sid: string | null;
 }
 
-type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'grant_resources'> & { grant_expires_at: string | number };
+type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'grant_resources' | 'grant_auth_time' | 'grant_sid'> & {
+  grant_expires_at: string | number;
+};
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
@@ -107,7 +113,8 @@ export class RefreshGrantService {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);
         const audience = this.resources.audienceFor([], rotated.grant_resources);
-        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience };
+        const login = loginOf(rotated.grant_auth_time, rotated.grant_sid);
+        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience, login };
         return this.issuer.respond(grant, rotated.scope, next);
       }
     }
@@ -125,7 +132,8 @@ export class RefreshGrantService {
       const again = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
       return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, event);
     }
-    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience };
+    const login = loginOf(row.grant_auth_time, row.grant_sid);
+    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
     return this.issuer.issue(grant, scope, now, event, row.scope, next);
   }
 
@@ -160,7 +168,15 @@ export class RefreshGrantService {
         ]);
         if (used) {
           this.audit.log(retried);
-          const grant = { id: successor.grant_id, userId: successor.user_id, clientId: client.id, expiresAt: grantExpiresAt, audience };
+          const login = loginOf(successor.grant_auth_time, successor.grant_sid);
+          const grant = {
+            id: successor.grant_id,
+            userId: successor.user_id,
+            clientId: client.id,
+            expiresAt: grantExpiresAt,
+            audience,
+            login,
+          };
           return this.issuer.respond(grant, scope, { secret, hash });
         }
       }

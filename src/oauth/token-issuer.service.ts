@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
 import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
-import { SqlRunner, Statement, sql } from '../database/sql';
+import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
+import { OidcScope } from './oidc.scopes';
 import { hashSecret, randomSecret } from './secrets';
 
 const REFRESH_TOKEN_INSERT = `
@@ -23,8 +24,27 @@ const INSERT_REFRESH_TOKEN_SQLITE = sql`
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt,
      :auditId, :auditType, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
 
-/** What issuing needs of a grant, and the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent). */
-export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'> & { audience?: string | string[] };
+/**
+ * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the
+ * tokens come from a code — the authorization request's `nonce`.
+ */
+export interface LoginRef {
+  authTime: number;
+  sid: string | null;
+  nonce?: string | null;
+}
+
+/** The {@link LoginRef} of a grant's stored columns; undefined for a grant from before OpenID Connect. */
+export function loginOf(authTime: string | number | null, sid: string | null, nonce?: string | null): LoginRef | undefined {
+  const at = epochMs(authTime, true);
+  return at === null ? undefined : { authTime: at, sid, nonce };
+}
+
+/**
+ * What issuing needs of a grant, the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent), and the
+ * login for an ID token (issued when the scope has `openid`).
+ */
+export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'> & { audience?: string | string[]; login?: LoginRef };
 
 /** The success body of the token endpoint (RFC 6749 5.1). */
 export interface TokenResponse {
@@ -34,6 +54,8 @@ export interface TokenResponse {
   /** Absent for the client-credentials grant (RFC 6749 4.4.3). */
   refresh_token?: string;
   scope: string;
+  /** OpenID Connect: when the scope has `openid` (authorization code and refresh grants). */
+  id_token?: string;
 }
 
 export interface AccessTokenClaims {
@@ -100,6 +122,36 @@ export class TokenIssuer {
     return { token, jti, exp };
   }
 
+  /**
+   * An OpenID Connect ID token (Core 1.0 2, 3.1.3.6): RS256 with the active key, for the client (`aud`), with the
+   * login's `auth_time` and `sid`, the request's `nonce` when there was one, and `at_hash` of the access token it
+   * comes with. The profile and email claims are not in it: UserInfo answers them (Core 5.4).
+   */
+  mintIdToken(grant: Pick<GrantRef, 'userId' | 'clientId'>, login: LoginRef, accessToken: string): string {
+    const key = this.keys.activeKey();
+    const iat = Math.floor(Date.now() / 1000);
+    const digest = createHash('sha256').update(accessToken).digest();
+    return this.jwt.sign(
+      {
+        auth_time: Math.floor(login.authTime / 1000),
+        ...(login.nonce ? { nonce: login.nonce } : {}),
+        ...(login.sid ? { sid: login.sid } : {}),
+        at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
+        iat,
+        exp: iat + this.config.accessTokenTtl,
+      },
+      {
+        algorithm: 'RS256',
+        privateKey: key.privateKey,
+        keyid: key.kid,
+        header: { alg: 'RS256', typ: 'JWT', kid: key.kid },
+        issuer: this.config.issuer,
+        subject: grant.userId,
+        audience: grant.clientId,
+      },
+    );
+  }
+
   /** A new refresh token: the secret for the client, shown once, and the hash to store. */
   newRefreshToken(): RefreshTokenSecret {
     const secret = randomSecret(32);
@@ -146,12 +198,14 @@ export class TokenIssuer {
       grantId: grant.id,
       audience: grant.audience,
     });
+    const openid = grant.login !== undefined && scope.split(' ').includes(OidcScope.openid);
     return {
       access_token: access.token,
       token_type: 'Bearer',
       expires_in: this.config.accessTokenTtl,
       ...(refresh ? { refresh_token: refresh.secret } : {}),
       scope,
+      ...(openid ? { id_token: this.mintIdToken(grant, grant.login!, access.token) } : {}),
     };
   }
 }

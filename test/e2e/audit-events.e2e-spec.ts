@@ -265,6 +265,9 @@ describe('audit events (one row and one log line per security event, GET /admin/
       t.app.get(CodeGrantService).issueCode({
         client: registered,
         userId: user.id,
+        authTime: Date.now(),
+        sid: randomUUID(),
+        nonce: null,
         scope: 'users:read',
         resources: [],
         redirectUri: null,
