@@ -5,9 +5,16 @@ import { NoQueryParams } from '../common/validation';
 import { Public } from '../auth/auth.decorators';
 import { allScopes } from '../auth/scopes';
 import { GRANT_TYPES } from './entities/client.entity';
+import { SCOPE_CLAIMS } from './oidc.scopes';
 import { RegistrationService } from './registration.service';
 
-/** RFC 8414 authorization server metadata. */
+/** The claims of the ID token and of UserInfo (by scope). */
+const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'at_hash', ...Object.values(SCOPE_CLAIMS).flat()];
+
+/**
+ * RFC 8414 authorization server metadata and OpenID Connect Discovery 1.0: one document, served at both addresses
+ * (RFC 8414 section 2 lets the OpenID fields appear in it).
+ */
 @Public()
 // A query parameter of any name is 400 here (none is taken).
 @ApiProblems(400)
@@ -21,6 +28,16 @@ export class MetadataController {
   @Get('oauth-authorization-server')
   @Header('Cache-Control', 'public, max-age=300')
   metadata(@NoQueryParams() _query: unknown) {
+    return this.document();
+  }
+
+  @Get('openid-configuration')
+  @Header('Cache-Control', 'public, max-age=300')
+  openidConfiguration(@NoQueryParams() _query: unknown) {
+    return this.document();
+  }
+
+  private document() {
     const issuer = this.config.issuer;
     return {
       issuer,
@@ -39,6 +56,15 @@ export class MetadataController {
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
+      // OpenID Connect Discovery 1.0, section 3.
+      userinfo_endpoint: `${issuer}/userinfo`,
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      claims_supported: CLAIMS_SUPPORTED,
+      claim_types_supported: ['normal'],
+      claims_parameter_supported: false,
+      request_parameter_supported: false,
+      request_uri_parameter_supported: false,
     };
   }
 }

@@ -40,14 +40,16 @@ import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
+import { UserInfoController } from './userinfo.controller';
+import { UserInfoService } from './userinfo.service';
 
 const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
 
 /**
- * The authorization server: clients, login sessions, consent, the connected-apps page, the authorization-code and refresh-token grants,
- * revocation, introspection and metadata. It signs with the keys module's active key and revokes through the
- * auth module's revoked-grants list; it reads users through `UsersService` and learns of a user's deletion by the
- * `user.deleting` event.
+ * The authorization server: clients, login sessions, consent, the connected-apps page, the authorization-code and
+ * refresh-token grants, revocation, introspection, metadata and OpenID Connect (ID tokens, UserInfo, discovery). It
+ * signs with the keys module's active key and revokes through the auth module's revoked-grants list; it reads users
+ * through `UsersService` and learns of a user's deletion by the `user.deleting` event.
  */
 @Module({
   imports: [
@@ -70,6 +72,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     IntrospectionController,
     RegistrationController,
     AdminClientsController,
+    UserInfoController,
   ],
   providers: [
     SqlRunner,
@@ -87,6 +90,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     GrantRevocationService,
     IntrospectionService,
     RegistrationService,
+    UserInfoService,
     oauthPagesProvider,
   ],
   exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],

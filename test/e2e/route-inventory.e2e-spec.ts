@@ -64,6 +64,7 @@ const REQUIRED_PUBLIC = [
   'POST /account/apps/revoke',
   'GET /.well-known/jwks.json',
   'GET /.well-known/oauth-authorization-server',
+  'GET /.well-known/openid-configuration',
   'GET /health/live',
   'GET /health/ready',
   // A scraper holds no access token: the route's own guard admits METRICS_ALLOW's networks and METRICS_TOKEN.
@@ -139,6 +140,8 @@ const RESOURCE_SCOPES: Record<string, string[] | 'any valid token'> = {
   'POST /admin/clients/:clientId/secret': ['clients:admin'],
   'DELETE /admin/clients/:clientId': ['clients:admin'],
   'GET /admin/audit-events': ['audit:read'],
+  'GET /userinfo': ['openid'],
+  'POST /userinfo': ['openid'],
 };
 
 function joinPath(...parts: string[]): string {
