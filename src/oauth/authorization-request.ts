@@ -25,6 +25,9 @@ export const AUTHORIZE_PARAMS = [
 
 /** The longest `nonce` stored with a code (OpenID Connect sets no limit; a client needs far less than this). */
 export const MAX_NONCE_LENGTH = 512;
+/** A nonce: printable ASCII (as `state`; control characters never reach the database). */
+const NONCE = new RegExp(`^[\\x20-\\x7E]{1,${MAX_NONCE_LENGTH}}$`);
+const OIDC_SCOPES = new Set<string>([OidcScope.openid, OidcScope.profile, OidcScope.email]);
 
 export type AuthorizationRequestResult =
   /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
@@ -115,11 +118,12 @@ export class AuthorizationRequestValidator {
     if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
 
     const allowed = new Set(client.scope.split(' '));
-    // Left out, the scope is the client's, but not `openid`: a request that does not name it is not an OpenID
-    // Connect request (Core 1.0 3.1.2.1), and a client gets no ID token it did not ask for.
+    // Left out, the scope is the client's, but not the OpenID Connect ones: a request that does not name `openid` is
+    // not an OpenID Connect request (Core 1.0 3.1.2.1), so it gets no ID token, nor `profile`/`email`, which only
+    // UserInfo (behind `openid`) releases.
     let scope = client.scope
       .split(' ')
-      .filter((s) => s !== OidcScope.openid)
+      .filter((s) => !OIDC_SCOPES.has(s))
       .join(' ');
     if (params.scope !== undefined && params.scope.trim() !== '') {
       const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
@@ -127,7 +131,7 @@ export class AuthorizationRequestValidator {
       if (bad.length) return fail('invalid_scope', `Scope not allowed for this client: ${bad.join(' ')}`);
       scope = requested.join(' ');
     }
-    if (scope === '') return fail('invalid_scope', 'scope is required: openid is the only scope this client may have.');
+    if (scope === '') return fail('invalid_scope', 'scope is required: this client may have only OpenID Connect scopes.');
 
     let resources: string[];
     try {
@@ -150,8 +154,8 @@ export class AuthorizationRequestValidator {
     }
 
     const nonce = params.nonce;
-    if (nonce !== undefined && (nonce === '' || nonce.length > MAX_NONCE_LENGTH)) {
-      return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} characters.`);
+    if (nonce !== undefined && !NONCE.test(nonce)) {
+      return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} printable ASCII characters.`);
     }
 
     return {

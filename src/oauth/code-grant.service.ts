@@ -68,7 +68,7 @@ const INSERT_CODE_ISSUE = sql`
  */
 const ISSUE_CODE_IN_SESSION = new Statement(`
   WITH session AS (
-    SELECT user_id, expires_at, auth_time, sid FROM sessions WHERE id = :sessionId),
+    SELECT user_id, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :sessionId),
   live AS (
     SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now),
   grant_row AS (

@@ -32,10 +32,12 @@ export interface CurrentSession {
 const INSERT_SESSION = sql`
   INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at, auth_time, sid)
   VALUES (:id, :userId, :csrfToken, :now, :expiresAt, :now, :sid)`;
-const FIND_SESSION = sql`SELECT id, user_id, csrf_token, expires_at, auth_time, sid FROM sessions WHERE id = :id`;
+/** `auth_time` falls back to the session's start for a row an older instance wrote during an upgrade. */
+const FIND_SESSION = sql`
+  SELECT id, user_id, csrf_token, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :id`;
 /** The session and the scopes its user already granted the client, in one round trip. */
 const FIND_SESSION_WITH_CONSENT = sql`
-  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, s.auth_time, s.sid, c.scope AS consented_scope
+  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, COALESCE(s.auth_time, s.created_at) AS auth_time, s.sid, c.scope AS consented_scope
   FROM sessions s LEFT JOIN consents c ON c.user_id = s.user_id AND c.client_id = :clientId
   WHERE s.id = :id`;
 

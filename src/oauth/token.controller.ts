@@ -62,6 +62,7 @@ export class TokenController {
           token_type: { type: 'string', enum: ['Bearer'] },
           expires_in: { type: 'integer' },
           refresh_token: { type: 'string', description: 'not for client_credentials' },
+          id_token: { type: 'string', description: 'OpenID Connect: when openid is granted (code and refresh grants), RS256 JWT' },
           scope: { type: 'string' },
         },
       },

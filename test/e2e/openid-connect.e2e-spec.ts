@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import * as client from 'openid-client';
+import { DataSource } from 'typeorm';
+import { hashSecret } from '../../src/oauth/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
@@ -248,12 +250,31 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
         expect(answer.body).not.toHaveProperty('id_token');
         expect(answer.body.scope.split(' ')).not.toContain('openid');
       }
+      // Left out, the scope holds none of the OpenID Connect scopes (profile and email are released only by UserInfo).
+      const res = await browser.get(authorizePath({ response_type: 'code', client_id: view.client_id }));
+      const answer = await token(t, view, { grant_type: 'authorization_code', code: redirectParams(res).get('code')! });
+      expect(answer.body.scope.split(' ').filter((s: string) => ['openid', 'profile', 'email'].includes(s))).toEqual([]);
+    });
+
+    it('serves a session an older instance wrote without auth_time and sid (an upgrade in progress): auth_time is its start', async () => {
+      const view = await registerClient(t, { trusted: true });
+      const { browser } = await signedIn(t);
+      const dataSource = t.app.get(DataSource);
+      const sessionHash = hashSecret(browser.cookies.get(SESSION_COOKIE)!);
+      const [row] = (await dataSource.query(`SELECT created_at FROM sessions WHERE id = '${sessionHash}'`)) as { created_at: string }[];
+      expect(row).toBeDefined();
+      await dataSource.query(`UPDATE sessions SET auth_time = NULL, sid = NULL WHERE id = '${sessionHash}'`);
+      const { tokens } = await codeFlow(view, { browser });
+      const claims = tokens.claims()!;
+      expect(claims.auth_time).toBe(Math.floor(Number(row.created_at) / 1000));
+      expect(claims).not.toHaveProperty('sid');
     });
 
     it('refuses an empty or overlong nonce with invalid_request, sent back to the client', async () => {
       const view = await registerClient(t, { trusted: true });
       const { browser } = await signedIn(t);
-      for (const nonce of ['', 'n'.repeat(513)]) {
+      // Empty, too long, a NUL (which PostgreSQL cannot store: never a 500), a line break, non-ASCII.
+      for (const nonce of ['', 'n'.repeat(513), 'a\u0000b', 'a\nb', 'nonce-é']) {
         const res = await browser.get(
           authorizePath({ response_type: 'code', client_id: view.client_id, scope: 'openid', state: 's', nonce }),
         );

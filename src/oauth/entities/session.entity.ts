@@ -19,11 +19,14 @@ export class Session {
   @EpochMsColumn()
   expiresAt: number;
 
-  /** When the user logged in (OpenID Connect `auth_time`); a re-authentication in the session moves it. */
-  @EpochMsColumn()
-  authTime: number;
+  /**
+   * When the user logged in (OpenID Connect `auth_time`); a re-authentication in the session moves it. NULL only in
+   * a row an instance older than the column wrote (read as the session's start).
+   */
+  @EpochMsColumn({ nullable: true })
+  authTime: number | null;
 
   /** The session's id in ID tokens (`sid`): random, unlike `id`, which is the hash of the cookie and never shown. */
-  @Column({ type: 'varchar', length: 64 })
-  sid: string;
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  sid: string | null;
 }
