@@ -8,6 +8,7 @@ import { requestIdOf } from '../common/request-id.middleware';
 export const AUDIT_EVENT_TYPES = [
   'login.succeeded',
   'login.failed',
+  'logout',
   'consent.granted',
   'consent.denied',
   'code.issued',

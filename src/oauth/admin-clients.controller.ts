@@ -80,6 +80,7 @@ export class AdminClientsController {
           grantTypes: body.grant_types,
           refreshGraceSeconds: body.refresh_grace_seconds,
           resources: body.resources,
+          postLogoutRedirectUris: body.post_logout_redirect_uris,
         },
         by,
       ),
@@ -98,7 +99,13 @@ export class AdminClientsController {
     @NoQueryParams() _query: unknown,
     @AuditedBy() by: AuditBy,
   ): Promise<ClientView> {
-    return checked(() => this.clients.update(clientId, { scope: body.scope, redirectUris: body.redirect_uris }, by));
+    return checked(() =>
+      this.clients.update(
+        clientId,
+        { scope: body.scope, redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris },
+        by,
+      ),
+    );
   }
 
   @Post(':clientId/secret')

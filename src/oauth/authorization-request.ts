@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { CONTROL_CHARACTER } from '../common/text';
 import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
 import { OidcScope } from './oidc.scopes';
@@ -29,6 +30,16 @@ export const MAX_NONCE_LENGTH = 512;
 const NONCE = new RegExp(`^[\\x20-\\x7E]{1,${MAX_NONCE_LENGTH}}$`);
 const OIDC_SCOPES = new Set<string>([OidcScope.openid, OidcScope.profile, OidcScope.email]);
 
+/**
+ * The `prompt` values (OpenID Connect Core 3.1.2.1) this server acts on. `select_account` shows the login page,
+ * where any account may be chosen, as `login` does.
+ */
+export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
+export type Prompt = (typeof PROMPT_VALUES)[number];
+
+/** The largest `max_age` taken (about 68 years, in seconds): anything larger means the same. */
+const MAX_AGE_LIMIT = 2 ** 31 - 1;
+
 export type AuthorizationRequestResult =
   /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
   | { kind: 'fatal'; message: string }
@@ -51,6 +62,12 @@ export type AuthorizationRequestResult =
       codeChallenge: string | null;
       /** OpenID Connect: the `nonce` the ID token of this code repeats (null when none was sent). */
       nonce: string | null;
+      /** The `prompt` values sent (empty: none). */
+      prompt: ReadonlySet<Prompt>;
+      /** `max_age` in seconds, or null: the login of the session must be at most this old. */
+      maxAge: number | null;
+      /** `login_hint`, to prefill the login form's email with and nothing else; null when absent or unusable. */
+      loginHint: string | null;
       params: Record<string, string | undefined>;
     };
 
@@ -158,6 +175,25 @@ export class AuthorizationRequestValidator {
       return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} printable ASCII characters.`);
     }
 
+    // prompt, max_age and login_hint apply to the request as sent, not to the consent form's echo of it (which
+    // does not carry them): the login and consent they ask for happen before that form.
+    const sent = raw as Record<string, string | undefined>;
+    const prompt = new Set<Prompt>();
+    for (const value of (sent.prompt ?? '').split(' ').filter(Boolean)) {
+      if (!(PROMPT_VALUES as readonly string[]).includes(value)) return fail('invalid_request', `prompt ${value} is not supported.`);
+      prompt.add(value as Prompt);
+    }
+    if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
+
+    let maxAge: number | null = null;
+    if (sent.max_age !== undefined) {
+      if (!/^\d{1,12}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
+      maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
+    }
+    // A hint longer than an email address, or with control characters, is not used.
+    const hint = sent.login_hint;
+    const loginHint = hint !== undefined && hint.length <= 254 && !CONTROL_CHARACTER.test(hint) ? hint.trim() || null : null;
+
     return {
       kind: 'valid',
       client,
@@ -168,6 +204,9 @@ export class AuthorizationRequestValidator {
       state,
       codeChallenge: challenge ?? null,
       nonce: nonce ?? null,
+      prompt,
+      maxAge,
+      loginHint,
       params,
     };
   }

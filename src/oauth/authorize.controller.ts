@@ -13,6 +13,8 @@ import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { safeEqual } from './secrets';
 import { type CurrentSession, SessionsService } from './sessions.service';
 
+type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
+
 /** The authorization endpoint (RFC 6749 4.1) with its login redirect and consent page: redirects and HTML, so it writes the response. */
 @Public()
 @Controller('authorize')
@@ -55,6 +57,26 @@ export class AuthorizeController {
     description: 'OpenID Connect: repeated in the ID token of the code',
   })
   @ApiQuery({
+    name: 'prompt',
+    required: false,
+    schema: { type: 'string' },
+    description:
+      'OpenID Connect, space-separated: none (no page: login_required or consent_required instead), login or select_account (the login page even with a session), consent (the consent page even after consent)',
+  })
+  @ApiQuery({
+    name: 'max_age',
+    required: false,
+    schema: { type: 'integer', minimum: 0 },
+    description: 'OpenID Connect: seconds since the login of the session beyond which the login page is shown again',
+  })
+  @ApiQuery({
+    name: 'login_hint',
+    required: false,
+    schema: { type: 'string', maxLength: 254 },
+    description: "OpenID Connect: prefills the login form's email, nothing else",
+  })
+  @ApiQuery({ name: 'ui_locales', required: false, schema: { type: 'string' }, description: 'OpenID Connect: accepted, not used' })
+  @ApiQuery({
     name: 'resource',
     required: false,
     schema: { type: 'array', items: { type: 'string', format: 'uri' } },
@@ -76,23 +98,35 @@ export class AuthorizeController {
     }
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
-    if (request.client.trusted) {
+    const { prompt } = request;
+    if (prompt.has('login') || prompt.has('select_account')) {
+      this.loginNeeded(req, res, request);
+      return;
+    }
+    // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
+    const minAuthTime = request.maxAge === null ? 0 : Date.now() - request.maxAge * 1000;
+    const forceConsent = prompt.has('consent');
+    if (request.client.trusted && !forceConsent) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
-      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req));
-      if (code === undefined) res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
+      if (code === undefined) this.loginNeeded(req, res, request);
       else sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
       return;
     }
     // Any other client: the consent is read with the session, in one query.
     const session = await this.sessions.current(sessionCookie.read(req), request.client.id);
-    if (!session) {
-      res.redirect(302, `/login?return_to=${encodeURIComponent(req.originalUrl)}`);
+    if (!session || session.authTime < minAuthTime) {
+      this.loginNeeded(req, res, request);
       return;
     }
     const requested = request.scope.split(' ');
     const { consented } = session;
-    if (!consented || requested.every((s) => consented.has(s))) {
+    if (!forceConsent && (!consented || requested.every((s) => consented.has(s)))) {
       await this.redirectWithCode(req, res, request, session, 302);
+      return;
+    }
+    if (prompt.has('none')) {
+      this.interactionRequired(res, request, 'consent_required', 'The user has not allowed this client these scopes.');
       return;
     }
     sendHtml(
@@ -158,6 +192,42 @@ export class AuthorizeController {
     sendHtml(res, 400, this.pages.error('Invalid request', 'Choose Allow or Deny.'));
   }
 
+  /**
+   * A login is needed (none, an old one, or prompt=login): the login page, which comes back to this request
+   * without `prompt=login` and `max_age` (the login it asked for has then happened); with prompt=none,
+   * `login_required` instead.
+   */
+  private loginNeeded(req: Request, res: Response, request: ValidRequest): void {
+    if (request.prompt.has('none')) {
+      this.interactionRequired(res, request, 'login_required', 'The user is not signed in, or not recently enough.');
+      return;
+    }
+    let returnTo = req.originalUrl;
+    if (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account')) {
+      const url = new URL(req.originalUrl, 'http://this.server');
+      const rest = [...request.prompt].filter((p) => p !== 'login' && p !== 'select_account');
+      if (rest.length) url.searchParams.set('prompt', rest.join(' '));
+      else url.searchParams.delete('prompt');
+      url.searchParams.delete('max_age');
+      returnTo = url.pathname + url.search;
+    }
+    const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
+    res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
+  }
+
+  /**
+   * prompt=none and a page would be needed: the error goes back to the client (Core 3.1.2.6), except to a client
+   * that registered itself, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
+   * before the person has seen a page (RFC 9700 4.11.2).
+   */
+  private interactionRequired(res: Response, request: ValidRequest, error: string, description: string): void {
+    if (request.client.registrationTokenHash !== null) {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${error}: ${description}`));
+      return;
+    }
+    sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { error, error_description: description, state: request.state }));
+  }
+
   /** Answers the request's error, if it has one: an HTML page for a bad client, else a redirect. */
   private answeredError(request: AuthorizationRequestResult, res: Response, status: 302 | 303 = 302): boolean {
     if (request.kind === 'fatal') {
@@ -182,7 +252,7 @@ export class AuthorizeController {
   private async redirectWithCode(
     req: Request,
     res: Response,
-    request: Extract<AuthorizationRequestResult, { kind: 'valid' }>,
+    request: ValidRequest,
     session: CurrentSession,
     status: 302 | 303,
   ): Promise<void> {
@@ -191,7 +261,7 @@ export class AuthorizeController {
     sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
   }
 
-  private codeInput(request: Extract<AuthorizationRequestResult, { kind: 'valid' }>, req: Request): CodeRequest {
+  private codeInput(request: ValidRequest, req: Request): CodeRequest {
     return {
       context: auditContextOf(req),
       client: request.client,

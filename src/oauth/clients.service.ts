@@ -28,6 +28,8 @@ export interface CreateClientInput {
   registrationTokenHash?: string;
   /** A confidential client's one authentication method; either when omitted. */
   tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
+  /** OpenID Connect RP-initiated logout: where the browser may go after signing out (none when omitted). */
+  postLogoutRedirectUris?: string[];
 }
 
 export interface ClientView {
@@ -39,6 +41,7 @@ export interface ClientView {
   grant_types: GrantType[];
   refresh_grace_seconds: number;
   resources: string[];
+  post_logout_redirect_uris: string[];
   public: boolean;
   trusted: boolean;
 }
@@ -56,6 +59,8 @@ export interface UpdateClientInput {
   scope?: string;
   /** Replaces the registered redirect URIs. */
   redirectUris?: string[];
+  /** Replaces the registered post-logout redirect URIs (an empty list removes them). */
+  postLogoutRedirectUris?: string[];
 }
 
 export class InvalidClientInputError extends Error {
@@ -72,19 +77,26 @@ const DUMMY_SECRET_HASH = hashSecret('no-such-client');
 const CLIENT_CACHE_TTL_MS = 10_000;
 const CLIENT_CACHE_MAX = 1_000;
 
-function checkedRedirectUris(uris: string[]): string[] {
-  if (!uris.length) throw new InvalidClientInputError('at least one --redirect-uri is required');
+function checkedRedirectUris(uris: string[], option = '--redirect-uri'): string[] {
+  if (!uris.length && option === '--redirect-uri') throw new InvalidClientInputError('at least one --redirect-uri is required');
   for (const uri of uris) {
     let parsed: URL;
     try {
       parsed = new URL(uri);
     } catch {
-      throw new InvalidClientInputError(`--redirect-uri "${uri}" is not an absolute URL`);
+      throw new InvalidClientInputError(`${option} "${uri}" is not an absolute URL`);
     }
-    if (parsed.hash || uri.includes('#')) throw new InvalidClientInputError(`--redirect-uri "${uri}" must not have a fragment`);
-    if (!/^[a-z][a-z0-9+.-]*:$/.test(parsed.protocol)) throw new InvalidClientInputError(`--redirect-uri "${uri}" has no valid scheme`);
+    if (parsed.hash || uri.includes('#')) throw new InvalidClientInputError(`${option} "${uri}" must not have a fragment`);
+    if (!/^[a-z][a-z0-9+.-]*:$/.test(parsed.protocol)) throw new InvalidClientInputError(`${option} "${uri}" has no valid scheme`);
+    // Stored space-separated, and no browser address holds a space.
+    if (/\s/.test(uri)) throw new InvalidClientInputError(`${option} "${uri}" must not contain spaces`);
   }
   return [...new Set(uris)];
+}
+
+/** Post-logout redirect URIs: absolute, no fragment, like redirect URIs; a client may have none. */
+function checkedPostLogoutRedirectUris(uris: string[] | undefined): string[] {
+  return checkedRedirectUris(uris ?? [], '--post-logout-redirect-uri');
 }
 
 /** A client's name: 1 to 100 characters once trimmed (`field` names it in the message). */
@@ -234,6 +246,7 @@ export class ClientsService {
       grantTypes,
       refreshGraceSeconds: checkedGrace(input.refreshGraceSeconds, grantTypes),
       resources: checkedResources(input.resources),
+      postLogoutRedirectUris: checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
       registrationTokenHash: input.registrationTokenHash ?? null,
@@ -255,18 +268,25 @@ export class ClientsService {
     const found = await this.find(clientId);
     if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
-    if (changes.scope === undefined && changes.redirectUris === undefined) {
-      throw new InvalidClientInputError('give --scope and/or --redirect-uri to change');
+    if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined) {
+      throw new InvalidClientInputError('give --scope, --redirect-uri and/or --post-logout-redirect-uri to change');
     }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
     if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
+    if (changes.postLogoutRedirectUris !== undefined) {
+      client.postLogoutRedirectUris = checkedPostLogoutRedirectUris(changes.postLogoutRedirectUris);
+    }
     const details = {
       changed: Object.keys(changes)
         .filter((key) => changes[key as keyof UpdateClientInput] !== undefined)
         .join(' '),
     };
     await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [
-      this.updateOf(client.id, { scope: client.scope, redirectUris: client.redirectUris }),
+      this.updateOf(client.id, {
+        scope: client.scope,
+        redirectUris: client.redirectUris,
+        postLogoutRedirectUris: client.postLogoutRedirectUris,
+      }),
     ]);
     this.cache.delete(client.id);
     return ClientsService.view(client);
@@ -339,6 +359,7 @@ export class ClientsService {
       grant_types: client.grantTypes,
       refresh_grace_seconds: client.refreshGraceSeconds,
       resources: client.resources,
+      post_logout_redirect_uris: client.postLogoutRedirectUris,
       public: client.isPublic,
       trusted: client.trusted,
     };

@@ -70,7 +70,7 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
   WITH session AS (
     SELECT user_id, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :sessionId),
   live AS (
-    SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now),
+    SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now AND auth_time >= CAST(:minAuthTime AS bigint)),
   grant_row AS (
     INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
     SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL,
@@ -188,18 +188,21 @@ export class CodeGrantService {
 
   /**
    * For a client that needs no consent (trusted): the code for the user of the login session a cookie names, or
-   * undefined when there is no live session. On PostgreSQL the session check and the writes are one statement.
+   * undefined when there is no live session whose login was at `minAuthTime` (epoch ms; OpenID Connect `max_age`)
+   * or later. On PostgreSQL the session check and the writes are one statement.
    */
-  async issueCodeInSession(sessionSecret: string | undefined, input: CodeRequest): Promise<string | undefined> {
+  async issueCodeInSession(sessionSecret: string | undefined, input: CodeRequest, minAuthTime = 0): Promise<string | undefined> {
     if (!this.db.postgres) {
       const session = await this.sessions.current(sessionSecret);
-      return session ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid }) : undefined;
+      return session && session.authTime >= minAuthTime
+        ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid })
+        : undefined;
     }
     const sessionId = this.sessions.idOf(sessionSecret);
     if (sessionId === undefined) return undefined;
     // The user, the login time and the sid are the session's: the statement takes them from the session row.
     const { code, params, event } = this.newCode({ ...input, authTime: null, sid: null }, null, Date.now());
-    const row = await this.db.one<{ user_id: string }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId });
+    const row = await this.db.one<{ user_id: string }>(ISSUE_CODE_IN_SESSION, { ...params, sessionId, minAuthTime });
     if (!row) return undefined;
     this.audit.log({ ...event, actor: `user:${row.user_id}`, userId: row.user_id });
     return code;

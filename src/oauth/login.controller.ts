@@ -1,6 +1,7 @@
 import { auditContextOf } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { ApiQuery } from '@nestjs/swagger';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../common/openapi';
 import { CONTROL_CHARACTER } from '../common/text';
 import type { Request, Response } from 'express';
@@ -36,10 +37,19 @@ export class LoginController {
   ) {}
 
   @Get('login')
+  @ApiQuery({ name: 'return_to', required: false, schema: { type: 'string' }, description: 'a relative path on this server' })
+  @ApiQuery({
+    name: 'login_hint',
+    required: false,
+    schema: { type: 'string', maxLength: 254 },
+    description: 'OpenID Connect login_hint: prefills the email field, and nothing else',
+  })
   @ApiHtml(200, 'The login form')
   show(@Req() req: Request, @Res() res: Response): void {
     const returnTo = safeReturnTo(req.query.return_to);
-    sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.csrfFor(req, res) }));
+    const hint = req.query.login_hint;
+    const email = typeof hint === 'string' && hint.length <= 254 && !CONTROL_CHARACTER.test(hint) ? hint.trim() : undefined;
+    sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.csrfFor(req, res), email }));
   }
 
   @Post('login')
@@ -93,7 +103,10 @@ export class LoginController {
       fail();
       return;
     }
-    const { secret } = await this.sessions.start(user.id, auditContextOf(req));
+    // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session.
+    const current = await this.sessions.current(sessionCookie.read(req));
+    const renewed = current?.userId === user.id ? await this.sessions.reauthenticate(current, auditContextOf(req)) : undefined;
+    const secret = renewed ?? (await this.sessions.start(user.id, auditContextOf(req))).secret;
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
     res.redirect(303, returnTo);
   }
@@ -101,7 +114,8 @@ export class LoginController {
   @Post('logout')
   @ApiRedirect(303, 'The session is ended and its cookie cleared: to /login')
   async logout(@Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.sessions.end(sessionCookie.read(req));
+    const session = await this.sessions.current(sessionCookie.read(req));
+    if (session) await this.sessions.end(session, auditContextOf(req), { via: 'logout form' });
     sessionCookie.clear(res, this.config);
     res.redirect(303, '/login');
   }

@@ -58,6 +58,8 @@ export class MetadataController {
       authorization_response_iss_parameter_supported: true,
       // OpenID Connect Discovery 1.0, section 3.
       userinfo_endpoint: `${issuer}/userinfo`,
+      // OpenID Connect RP-Initiated Logout 1.0, section 2.1.
+      end_session_endpoint: `${issuer}/end-session`,
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
       claims_supported: CLAIMS_SUPPORTED,

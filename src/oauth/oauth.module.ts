@@ -25,6 +25,8 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { IntrospectionController } from './introspection.controller';
 import { IntrospectionService } from './introspection.service';
 import { LoginController } from './login.controller';
+import { EndSessionController } from './end-session.controller';
+import { EndSessionService } from './end-session.service';
 import { MetadataController } from './metadata.controller';
 import { OAuthConfig } from './oauth.config';
 import { oauthPagesProvider } from './custom-pages.module';
@@ -66,6 +68,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     MetadataController,
     AuthorizeController,
     LoginController,
+    EndSessionController,
     ConnectedAppsController,
     TokenController,
     RevocationController,
@@ -75,6 +78,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     UserInfoController,
   ],
   providers: [
+    EndSessionService,
     SqlRunner,
     ClientsService,
     ClientAuthGuard,

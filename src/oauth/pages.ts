@@ -80,6 +80,14 @@ export interface ConsentPageView {
   params: Record<string, string | undefined>;
 }
 
+export interface LogoutPageView {
+  /** The client that asked for the logout, if it is known. */
+  clientName: string | null;
+  csrf: string;
+  /** The logout request's parameters, carried back as hidden fields. */
+  params: Record<string, string | undefined>;
+}
+
 export interface ConnectedAppView {
   clientId: string;
   name: string;
@@ -102,7 +110,7 @@ function timeElement(ms: number): string {
 }
 
 /**
- * The HTML of the login, consent, connected-apps and error pages. A team rebrands them with a subclass registered through
+ * The HTML of the login, consent, logout, connected-apps and error pages. A team rebrands them with a subclass registered through
  * `CustomPagesModule.use(...)` (see README, "Rebranding the pages"); the form fields and the security headers stay
  * the same.
  */
@@ -182,6 +190,37 @@ ${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
 ${list}
 <form method="post" action="/logout"><button type="submit" class="secondary">Sign out</button></form>`,
     );
+  }
+
+  /**
+   * The question before a logout that the client could not prove it may ask for (no ID token of this session):
+   * posts the request's parameters, `csrf` and `decision=logout|stay` to `/end-session/confirm`.
+   */
+  logoutConfirm(opts: LogoutPageView): string {
+    const fields = Object.entries(opts.params)
+      .map(([k, v]) => hidden(k, v))
+      .join('');
+    const lead = opts.clientName
+      ? `<strong>${escapeHtml(opts.clientName)}</strong> asks to sign you out of your account here.`
+      : 'You are asked to sign out of your account here.';
+    return this.document(
+      'Sign out?',
+      `<div class="card">
+<h1>Sign out?</h1>
+<p class="lead">${lead} Applications you allowed keep their access until you revoke it.</p>
+<form method="post" action="/end-session/confirm">
+${fields}${hidden('csrf', opts.csrf)}
+<div class="actions">
+<button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
+<button type="submit" name="decision" value="logout">Sign out</button>
+</div>
+</form></div>`,
+    );
+  }
+
+  /** A page that only says what happened (signed out, still signed in). */
+  notice(title: string, message: string): string {
+    return this.document(title, `<div class="card"><h1>${escapeHtml(title)}</h1><p class="lead">${escapeHtml(message)}</p></div>`);
   }
 
   /**

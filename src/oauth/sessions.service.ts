@@ -41,6 +41,17 @@ const FIND_SESSION_WITH_CONSENT = sql`
   FROM sessions s LEFT JOIN consents c ON c.user_id = s.user_id AND c.client_id = :clientId
   WHERE s.id = :id`;
 
+/**
+ * A login in a session of the same user: the session gets a new id (its cookie changes, as at every login), its
+ * login time moves to now and its lifetime starts again; its `sid` stays.
+ */
+const REAUTHENTICATE = sql`
+  UPDATE sessions SET id = :newId, auth_time = :now, expires_at = :expiresAt WHERE id = :id AND user_id = :userId`;
+const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
+
+/** Why a session ended, in its `logout` event. */
+export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed';
+
 interface SessionRow {
   id: string;
   user_id: string;
@@ -111,12 +122,50 @@ export class SessionsService {
     return session;
   }
 
+  /**
+   * A new login of the session's own user (OpenID Connect `prompt=login`, `max_age`): the session keeps its `sid`,
+   * its `auth_time` becomes now, with a `login.succeeded` event; the new cookie value, or undefined when the session
+   * had ended meanwhile.
+   */
+  async reauthenticate(session: Pick<CurrentSession, 'id' | 'userId'>, context: AuditContext): Promise<string | undefined> {
+    const { id, userId } = session;
+    const secret = randomSecret(32);
+    const now = Date.now();
+    const event = AuditService.event(
+      { type: 'login.succeeded', actor: `user:${userId}`, userId, details: { reauthentication: true } },
+      context,
+      now,
+    );
+    const params = { id, newId: hashSecret(secret), userId, now, expiresAt: now + this.config.sessionTtl * 1000 };
+    const [changed] = await this.db.atomic([{ statement: REAUTHENTICATE, params }, AuditService.writeOf(event, { onlyIfChanged: true })]);
+    if (!changed) return undefined;
+    this.audit.log(event);
+    return secret;
+  }
+
+  /**
+   * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
+   * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
+   */
+  async end(
+    session: Pick<CurrentSession, 'id' | 'userId'>,
+    context: AuditContext,
+    opts: { via: LogoutVia; clientId?: string | null },
+  ): Promise<void> {
+    const { id, userId } = session;
+    const event = AuditService.event(
+      { type: 'logout', actor: `user:${userId}`, userId, clientId: opts.clientId ?? null, details: { via: opts.via } },
+      context,
+    );
+    const [deleted] = await this.db.atomic([
+      { statement: DELETE_SESSION, params: { id } },
+      AuditService.writeOf(event, { onlyIfChanged: true }),
+    ]);
+    if (deleted) this.audit.log(event);
+  }
+
   /** The session id a cookie value stands for (its hash); undefined for a value no session could have. */
   idOf(secret: string | undefined): string | undefined {
     return !secret || secret.length > 100 ? undefined : hashSecret(secret);
-  }
-
-  async end(secret: string | undefined): Promise<void> {
-    if (secret) await this.sessions.delete({ id: hashSecret(secret) });
   }
 }

@@ -46,6 +46,7 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
       redirect_uris: ['https://reports.example.com/cb'],
       scope: 'users:read orders:read',
       refresh_grace_seconds: 5,
+      post_logout_redirect_uris: ['https://reports.example.com/signed-out'],
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.headers.location).toBe(`/admin/clients/${res.body.client_id}`);
@@ -58,6 +59,7 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
       grant_types: ['authorization_code', 'refresh_token'],
       refresh_grace_seconds: 5,
       resources: [],
+      post_logout_redirect_uris: ['https://reports.example.com/signed-out'],
       public: false,
       trusted: false,
     });
@@ -92,16 +94,33 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
     const badUri = await admin().post('/admin/clients', { name: 'X', redirect_uris: ['not a uri'] });
     expectProblem(badUri, 400, '/admin/clients');
     expect(badUri.body.detail).toContain('redirect_uri');
+    const badLogoutUri = await admin().post('/admin/clients', {
+      name: 'X',
+      redirect_uris: ['https://x.example/cb'],
+      post_logout_redirect_uris: ['https://x.example/bye#top'],
+    });
+    expectProblem(badLogoutUri, 400, '/admin/clients');
+    expect(badLogoutUri.body.detail).toBe('post_logout_redirect_uri "https://x.example/bye#top" must not have a fragment');
   });
 
-  it('changes scopes and redirect URIs (PUT); an unknown client is 404', async () => {
+  it('changes scopes, redirect URIs and post-logout redirect URIs (PUT); an unknown client is 404', async () => {
     const created = (await admin().post('/admin/clients', { name: 'App', redirect_uris: ['https://app.example.com/cb'] })).body;
     const res = await admin().put(`/admin/clients/${created.client_id}`, {
       scope: 'orders:read',
       redirect_uris: ['https://app.example.com/cb2'],
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ scope: 'orders:read', redirect_uris: ['https://app.example.com/cb2'] });
+    expect(res.body).toMatchObject({
+      scope: 'orders:read',
+      redirect_uris: ['https://app.example.com/cb2'],
+      post_logout_redirect_uris: [],
+    });
+    const logout = await admin().put(`/admin/clients/${created.client_id}`, { post_logout_redirect_uris: ['https://app.example.com/bye'] });
+    expect(logout.status, JSON.stringify(logout.body)).toBe(200);
+    expect(logout.body).toMatchObject({ scope: 'orders:read', post_logout_redirect_uris: ['https://app.example.com/bye'] });
+    expect((await admin().get(`/admin/clients/${created.client_id}`)).body.post_logout_redirect_uris).toEqual([
+      'https://app.example.com/bye',
+    ]);
     expectProblem(await admin().put('/admin/clients/no-such-client', { scope: 'orders:read' }), 404, '/admin/clients/no-such-client');
     expectProblem(await admin().get('/admin/clients/no-such-client'), 404, '/admin/clients/no-such-client');
   });

@@ -127,7 +127,7 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
           'email_verified',
         ]),
       );
-      expect(res.body).not.toHaveProperty('end_session_endpoint');
+      expect(res.body.end_session_endpoint).toBe(`${issuer.origin}/end-session`);
 
       const config = await relyingParty(await registerClient(t, { trusted: true }));
       expect(config.serverMetadata()).toMatchObject({ issuer: issuer.origin, userinfo_endpoint: `${issuer.origin}/userinfo` });

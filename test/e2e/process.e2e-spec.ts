@@ -297,12 +297,17 @@ describe('the built service', () => {
         '--trusted',
         '--scope',
         'users:read orders:read',
+        '--post-logout-redirect-uri',
+        'https://app.example.com/signed-out',
+        '--post-logout-redirect-uri',
+        'https://app.example.com/bye',
       ]);
       expect(confidential.status).toBe(0);
       const c = JSON.parse(confidential.output);
       expect(c).toMatchObject({
         name: 'Web app',
         redirect_uris: ['https://app.example.com/cb', 'https://app.example.com/cb2'],
+        post_logout_redirect_uris: ['https://app.example.com/signed-out', 'https://app.example.com/bye'],
         scope: 'users:read orders:read',
         public: false,
         trusted: true,
@@ -320,7 +325,7 @@ describe('the built service', () => {
       ]);
       expect(pub.status).toBe(0);
       const p = JSON.parse(pub.output);
-      expect(p).toMatchObject({ public: true, trusted: false });
+      expect(p).toMatchObject({ public: true, trusted: false, post_logout_redirect_uris: [] });
       expect(p.scope.split(' ').sort()).toEqual([...ALL_SCOPES].sort());
       expect(p).not.toHaveProperty('client_secret');
     });
@@ -374,6 +379,7 @@ describe('the built service', () => {
         grant_types: ['authorization_code', 'refresh_token'],
         refresh_grace_seconds: 0,
         resources: [],
+        post_logout_redirect_uris: [],
         public: false,
         trusted: false,
       });

@@ -25,7 +25,8 @@ interface Route {
 }
 
 /**
- * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/register*` (dynamic
+ * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/end-session*` (OpenID
+ * Connect RP-initiated logout, whose confirmation form is checked against the login session), `/register*` (dynamic
  * registration, which takes its own tokens), the connected-apps page `/account/apps*` (the login session is its
  * authentication), `/.well-known/*`, `/health/*`, `/docs*`, `/metrics` (public to the bearer guard only: its own
  * guard admits the configured networks and the metrics token, a scraper holds no access token), and the demo
@@ -39,6 +40,7 @@ const PUBLIC_PATTERNS = [
   /^\/register(\/:clientId)?$/,
   /^\/login$/,
   /^\/logout$/,
+  /^\/end-session(\/confirm)?$/,
   /^\/account\/apps(\/revoke)?$/,
   /^\/\.well-known\/.+$/,
   /^\/health\/.+$/,
@@ -60,6 +62,9 @@ const REQUIRED_PUBLIC = [
   'GET /login',
   'POST /login',
   'POST /logout',
+  'GET /end-session',
+  'POST /end-session',
+  'POST /end-session/confirm',
   'GET /account/apps',
   'POST /account/apps/revoke',
   'GET /.well-known/jwks.json',
@@ -84,6 +89,10 @@ const PROTOCOL_ROUTES = [
   'GET /login',
   'POST /login',
   'POST /logout',
+  // OpenID Connect RP-Initiated Logout: a protocol endpoint and its confirmation form.
+  'GET /end-session',
+  'POST /end-session',
+  'POST /end-session/confirm',
   'GET /demo/callback',
   // RFC 7591/7592: protocol endpoints, which ignore parameters they do not know.
   'POST /register',

@@ -11,6 +11,7 @@ interface ClientCreateOptions {
   grant?: string[];
   refreshGrace?: number;
   resource?: string[];
+  postLogoutRedirectUri?: string[];
 }
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
@@ -31,6 +32,7 @@ export class ClientCreateCommand extends CommandRunner {
         grantTypes: options.grant,
         refreshGraceSeconds: options.refreshGrace,
         resources: options.resource,
+        postLogoutRedirectUris: options.postLogoutRedirectUri,
       }),
     );
   }
@@ -42,6 +44,14 @@ export class ClientCreateCommand extends CommandRunner {
 
   @Option({ flags: '--redirect-uri <uri>', description: 'may be given several times' })
   redirectUri(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({
+    flags: '--post-logout-redirect-uri <uri>',
+    description: 'where the browser may be sent after an OpenID Connect logout (RP-initiated); may be given several times',
+  })
+  postLogoutRedirectUri(value: string, previous?: string[]): string[] {
     return collect(value, previous);
   }
 

@@ -6,20 +6,30 @@ interface ClientUpdateOptions {
   clientId?: string;
   redirectUri?: string[];
   scope?: string;
+  postLogoutRedirectUri?: string[];
 }
 
 /**
- * `client:update`: replaces a client's allowed scopes and/or redirect URIs, e.g. to grant an existing client a
- * scope that a new module adds. Grants already given keep their scopes.
+ * `client:update`: replaces a client's allowed scopes, redirect URIs and/or post-logout redirect URIs, e.g. to grant
+ * an existing client a scope that a new module adds. Grants already given keep their scopes.
  */
-@Command({ name: 'client:update', description: "change a client's scopes or redirect URIs and print it as JSON" })
+@Command({
+  name: 'client:update',
+  description: "change a client's scopes, redirect URIs or post-logout redirect URIs and print it as JSON",
+})
 export class ClientUpdateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
     super();
   }
 
   async run(_args: string[], options: ClientUpdateOptions): Promise<void> {
-    printJson(await this.clients.update(options.clientId ?? '', { scope: options.scope, redirectUris: options.redirectUri }));
+    printJson(
+      await this.clients.update(options.clientId ?? '', {
+        scope: options.scope,
+        redirectUris: options.redirectUri,
+        postLogoutRedirectUris: options.postLogoutRedirectUri,
+      }),
+    );
   }
 
   @Option({ flags: '--client-id <id>', required: true })
@@ -29,6 +39,11 @@ export class ClientUpdateCommand extends CommandRunner {
 
   @Option({ flags: '--redirect-uri <uri>', description: 'may be given several times; replaces the list' })
   redirectUri(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--post-logout-redirect-uri <uri>', description: 'may be given several times; replaces the list' })
+  postLogoutRedirectUri(value: string, previous?: string[]): string[] {
     return collect(value, previous);
   }
 

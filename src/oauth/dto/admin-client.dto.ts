@@ -58,9 +58,17 @@ export class CreateClientDto {
   @ApiPropertyOptional({ type: [String], example: ['https://billing.example.com/api'], description: 'RFC 8707 resources besides this API' })
   @OptionalUriList('resources')
   resources?: string[];
+
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['https://reports.example.com/signed-out'],
+    description: 'OpenID Connect RP-initiated logout: where the browser may be sent after signing out',
+  })
+  @OptionalUriList('post_logout_redirect_uris')
+  post_logout_redirect_uris?: string[];
 }
 
-/** PUT /admin/clients/{clientId}: the allowed scopes and/or the redirect URIs, each replacing the old list. */
+/** PUT /admin/clients/{clientId}: the allowed scopes, the redirect URIs and/or the post-logout redirect URIs, each replacing the old list. */
 export class UpdateClientDto {
   @ApiPropertyOptional({ example: 'users:read orders:read', description: 'space-separated' })
   @OptionalField()
@@ -70,4 +78,8 @@ export class UpdateClientDto {
   @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'] })
   @OptionalUriList('redirect_uris')
   redirect_uris?: string[];
+
+  @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/signed-out'], description: 'an empty list removes them' })
+  @OptionalUriList('post_logout_redirect_uris')
+  post_logout_redirect_uris?: string[];
 }

@@ -57,6 +57,17 @@ export class Client {
   })
   resources: string[];
 
+  /**
+   * Where the browser may be sent after an RP-initiated logout (OpenID Connect `post_logout_redirect_uri`, compared
+   * by exact string match); none: the logout ends on this server's page.
+   */
+  @Column({
+    type: 'text',
+    default: '',
+    transformer: { to: (v: string[] | undefined) => (v ?? []).join(' '), from: (v: string) => v.split(' ').filter(Boolean) },
+  })
+  postLogoutRedirectUris: string[];
+
   /** Registered dynamically (RFC 7591): the hash of its registration access token (RFC 7592); else null. */
   @Column({ type: 'varchar', length: 64, nullable: true })
   registrationTokenHash: string | null;
