@@ -187,7 +187,7 @@ export class AuthorizationRequestValidator {
 
     let maxAge: number | null = null;
     if (sent.max_age !== undefined) {
-      if (!/^\d{1,12}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
+      if (!/^\d{1,20}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
       maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
     }
     // A hint longer than an email address, or with control characters, is not used.

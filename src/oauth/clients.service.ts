@@ -265,7 +265,8 @@ export class ClientsService {
    * old one). Grants already given keep their scopes; new authorization requests are checked against these.
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
-    const found = await this.find(clientId);
+    // The stored row, not this instance's cached copy (another instance may have changed it a moment ago).
+    const found = isClientId(clientId) ? await this.clients.findOne({ where: { id: clientId } }) : null;
     if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
     if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined) {
@@ -281,13 +282,12 @@ export class ClientsService {
         .filter((key) => changes[key as keyof UpdateClientInput] !== undefined)
         .join(' '),
     };
-    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [
-      this.updateOf(client.id, {
-        scope: client.scope,
-        redirectUris: client.redirectUris,
-        postLogoutRedirectUris: client.postLogoutRedirectUris,
-      }),
-    ]);
+    // Only the columns asked for: a concurrent change of another one stays.
+    const set: Partial<Client> = {};
+    if (changes.scope !== undefined) set.scope = client.scope;
+    if (changes.redirectUris !== undefined) set.redirectUris = client.redirectUris;
+    if (changes.postLogoutRedirectUris !== undefined) set.postLogoutRedirectUris = client.postLogoutRedirectUris;
+    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [this.updateOf(client.id, set)]);
     this.cache.delete(client.id);
     return ClientsService.view(client);
   }

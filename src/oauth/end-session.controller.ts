@@ -55,11 +55,21 @@ export class EndSessionController {
 
   @Post()
   @ApiPageForm(LOGOUT_FIELDS, [])
-  @ApiRedirect(303, 'Signed out (or no session): to post_logout_redirect_uri with state')
-  @ApiHtml(200, 'The "Sign out?" page (no ID token of this session), or "Signed out" without a redirect URI')
-  @ApiPageFormErrors('An ID token hint, client or post_logout_redirect_uri that is not valid: an error page, never a redirect')
+  @ApiRedirect(303, 'To GET /end-session with the same parameters, which carries the session cookie')
+  @ApiPageFormErrors('A parameter sent twice or not as text: an error page, never a redirect')
   async post(@Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.logout((req.body ?? {}) as Record<string, unknown>, req, res, 303);
+    // A relying party's form posts from its own site, and the browser sends no SameSite=Lax cookie with a cross-site
+    // POST: the session could not be found, let alone ended. The same request as a top-level GET carries it.
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(body)) {
+      if (typeof value !== 'string') {
+        await this.logout(body, req, res, 303);
+        return;
+      }
+      query.append(name, value);
+    }
+    sendRedirect(res, 303, `/end-session${query.size ? `?${query.toString()}` : ''}`);
   }
 
   @Post('confirm')

@@ -46,7 +46,8 @@ const FIND_SESSION_WITH_CONSENT = sql`
  * login time moves to now and its lifetime starts again; its `sid` stays.
  */
 const REAUTHENTICATE = sql`
-  UPDATE sessions SET id = :newId, auth_time = :now, expires_at = :expiresAt WHERE id = :id AND user_id = :userId`;
+  UPDATE sessions SET id = :newId, csrf_token = :csrfToken, auth_time = :now, expires_at = :expiresAt
+  WHERE id = :id AND user_id = :userId`;
 const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
 
 /** Why a session ended, in its `logout` event. */
@@ -124,7 +125,7 @@ export class SessionsService {
 
   /**
    * A new login of the session's own user (OpenID Connect `prompt=login`, `max_age`): the session keeps its `sid`,
-   * its `auth_time` becomes now, with a `login.succeeded` event; the new cookie value, or undefined when the session
+   * its `auth_time` becomes now and it gets a new CSRF token, with a `login.succeeded` event; the new cookie value, or undefined when the session
    * had ended meanwhile.
    */
   async reauthenticate(session: Pick<CurrentSession, 'id' | 'userId'>, context: AuditContext): Promise<string | undefined> {
@@ -136,7 +137,15 @@ export class SessionsService {
       context,
       now,
     );
-    const params = { id, newId: hashSecret(secret), userId, now, expiresAt: now + this.config.sessionTtl * 1000 };
+    // A new cookie value and a new CSRF token: neither may have leaked before this login.
+    const params = {
+      id,
+      newId: hashSecret(secret),
+      csrfToken: randomSecret(24),
+      userId,
+      now,
+      expiresAt: now + this.config.sessionTtl * 1000,
+    };
     const [changed] = await this.db.atomic([{ statement: REAUTHENTICATE, params }, AuditService.writeOf(event, { onlyIfChanged: true })]);
     if (!changed) return undefined;
     this.audit.log(event);

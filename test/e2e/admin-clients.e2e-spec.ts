@@ -1,4 +1,7 @@
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientsService } from '../../src/oauth/clients.service';
+import { Client } from '../../src/oauth/entities/client.entity';
 import { NO_RATE_LIMITS, expectOAuthError, issueTokens, resourceStatus, token } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
@@ -123,6 +126,25 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
     ]);
     expectProblem(await admin().put('/admin/clients/no-such-client', { scope: 'orders:read' }), 404, '/admin/clients/no-such-client');
     expectProblem(await admin().get('/admin/clients/no-such-client'), 404, '/admin/clients/no-such-client');
+  });
+
+  it('changes only the fields asked for, from the stored row: a change another instance made to another field stays', async () => {
+    const created = await admin().post('/admin/clients', { name: 'Two instances', redirect_uris: ['https://two.example/cb'] });
+    expect(created.status).toBe(201);
+    const id = created.body.client_id as string;
+    const clients = t.app.get(ClientsService);
+    await clients.find(id); // this instance has it cached
+    // Another instance registers a post-logout redirect URI meanwhile.
+    await t.app
+      .get(DataSource)
+      .getRepository(Client)
+      .update({ id }, { postLogoutRedirectUris: ['https://two.example/bye'] });
+    const res = await admin().put(`/admin/clients/${id}`, { scope: 'users:read' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ scope: 'users:read', post_logout_redirect_uris: ['https://two.example/bye'] });
+    const stored = await t.app.get(DataSource).getRepository(Client).findOneByOrFail({ id });
+    expect(stored.postLogoutRedirectUris).toEqual(['https://two.example/bye']);
+    expect(stored.scope).toBe('users:read');
   });
 
   it('rotates a secret: the new one works, the old one is refused', async () => {

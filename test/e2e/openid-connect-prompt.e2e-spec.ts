@@ -1,3 +1,4 @@
+import { hashSecret } from '../../src/oauth/secrets';
 import { randomUUID } from 'node:crypto';
 import { SignJWT, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
@@ -168,6 +169,14 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       const { browser, user } = await signedIn(t);
       const first = await idTokenClaims(browser, config);
       const firstCookie = browser.cookies.get(SESSION_COOKIE);
+      const csrfOf = async (cookie: string | undefined) =>
+        (
+          (await t.app.get(DataSource).query(`SELECT csrf_token FROM sessions WHERE id = '${hashSecret(cookie!)}'`)) as {
+            csrf_token: string;
+          }[]
+        )[0]?.csrf_token;
+      const firstCsrf = await csrfOf(firstCookie);
+      expect(firstCsrf).toMatch(/\S/);
       await sleep(1100);
 
       const request = await authorizationPath(config, { prompt: 'login' });
@@ -179,6 +188,10 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect(signIn.status).toBe(303);
       expect(signIn.headers.location).toBe(returnTo.pathname + returnTo.search);
       expect(browser.cookies.get(SESSION_COOKIE)).not.toBe(firstCookie);
+      // The new login also replaces the session's CSRF token: one that leaked before it does not carry over.
+      const secondCsrf = await csrfOf(browser.cookies.get(SESSION_COOKIE));
+      expect(secondCsrf).toMatch(/\S/);
+      expect(secondCsrf).not.toBe(firstCsrf);
 
       const callback = await browser.get(signIn.headers.location);
       const tokens = await client.authorizationCodeGrant(config, new URL(callback.headers.location), {
@@ -306,13 +319,19 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
         .setIssuedAt(now - 7200)
         .setExpirationTime(now - 3600)
         .sign(key.privateKey);
-      const res = await browser.post('/end-session', { id_token_hint: expired, client_id: view.client_id });
+      // A form POST (a relying party's, cross-site: no SameSite=Lax cookie with it) becomes the same top-level GET.
+      const posted = await browser.post('/end-session', { id_token_hint: expired, client_id: view.client_id });
+      expect(posted.status).toBe(303);
+      expect(posted.headers.location).toBe(`/end-session?${new URLSearchParams({ id_token_hint: expired, client_id: view.client_id })}`);
+      expect(browser.cookies.has(SESSION_COOKIE)).toBe(true);
+      const res = await browser.get(posted.headers.location);
       expect(res.status).toBe(200);
       expect(res.text).toContain('<h1>Signed out</h1>');
       expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
       expect(browser.cookies.has(SESSION_COOKIE)).toBe(false);
-      const again = await browser.post('/end-session', { id_token_hint: expired, post_logout_redirect_uri: LOGOUT_URI, state: 's' });
-      expect(again.status).toBe(303);
+      const query = new URLSearchParams({ id_token_hint: expired, post_logout_redirect_uri: LOGOUT_URI, state: 's' });
+      const again = await browser.get(`/end-session?${query}`);
+      expect(again.status).toBe(302);
       expect(again.headers.location).toBe(`${LOGOUT_URI}?state=s`);
     });
 
