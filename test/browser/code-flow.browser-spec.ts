@@ -1,15 +1,12 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/oauth/clients.service';
-import { ROOT, freePort } from '../support/service-process';
-import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
-
-const ARTIFACTS = join(ROOT, 'test/artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { ARTIFACTS, type BrowserTest, startBrowserTest } from '../support/browser';
+import { TEST_PASSWORD, type TestApp } from '../support/test-app';
 
 describe('the code flow in a real browser', () => {
+  let env: BrowserTest;
   let t: TestApp;
   let browser: Browser;
   let issuer: string;
@@ -17,34 +14,16 @@ describe('the code flow in a real browser', () => {
   let email: string;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const port = await freePort();
-    issuer = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ ISSUER: issuer });
-    await t.app.listen(port, '127.0.0.1');
+    env = await startBrowserTest();
+    ({ t, browser, issuer } = env);
     email = (await t.createUser({ name: 'Browser User' })).email;
     client = await t.app.get(ClientsService).create({
       name: 'Acme Reports',
       redirectUris: [`${issuer}/demo/callback`],
       scope: 'users:read orders:read',
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
   });
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+  afterAll(() => env?.close());
 
   function authorizationUrl(state: string): string {
     return `${issuer}/authorize?${new URLSearchParams({

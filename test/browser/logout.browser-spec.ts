@@ -1,42 +1,21 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/oauth/clients.service';
-import { ROOT, freePort } from '../support/service-process';
-import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
-
-const ARTIFACTS = join(ROOT, 'test/artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { ARTIFACTS, type BrowserTest, startBrowserTest } from '../support/browser';
+import { TEST_PASSWORD, type TestApp } from '../support/test-app';
 
 describe('the OpenID Connect logout confirmation page in a real browser', () => {
+  let env: BrowserTest;
   let t: TestApp;
   let browser: Browser;
   let issuer: string;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const port = await freePort();
-    issuer = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ ISSUER: issuer });
-    await t.app.listen(port, '127.0.0.1');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    env = await startBrowserTest();
+    ({ t, browser, issuer } = env);
   });
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+  afterAll(() => env?.close());
 
   it('signs in at phone width, asks "Sign out?" for a logout without an ID token, signs out and returns to the client', async () => {
     const { email } = await t.createUser({ name: 'Logout Page User' });

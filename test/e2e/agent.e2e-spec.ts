@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, NO_RATE_LIMITS, freePort, login } from '../support/oauth';
-import { type TestApp, createTestApp } from '../support/test-app';
+import { Browser, NO_RATE_LIMITS, login } from '../support/oauth';
+import { type TestApp, createListeningTestApp } from '../support/test-app';
 
 /**
  * An AI agent (an MCP client, say) that knows nothing but the API's URL, played by oauth4webapi against the real
@@ -16,10 +16,9 @@ describe('an agent with no setup (oauth4webapi): 401 -> resource metadata -> AS 
   const redirectUri = 'http://127.0.0.1:33418/callback';
 
   beforeAll(async () => {
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: origin, REGISTRATION: 'open' });
-    await t.app.listen(port, '127.0.0.1');
+    const listening = await createListeningTestApp({ ...NO_RATE_LIMITS, REGISTRATION: 'open' });
+    t = listening;
+    origin = listening.origin;
   });
   afterAll(() => t.close());
 

@@ -3,7 +3,7 @@ import { DataSource, TableColumn } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditRetentionService } from '../../src/audit/audit-retention.service';
 import { withoutAuditedWriteViews } from '../../src/audit/audited-write-views';
-import { AuditService } from '../../src/audit/audit.service';
+import { type AuditEventView, AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { ClientsService } from '../../src/oauth/clients.service';
 import { CodeGrantService } from '../../src/oauth/code-grant.service';
@@ -27,17 +27,8 @@ import { type TestApp, bearer, createTestApp } from '../support/test-app';
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 const LOOPBACK = /^(::ffff:)?127\.0\.0\.1$|^::1$/;
 
-interface Event {
-  id: string;
-  at: string;
-  type: string;
-  actor: string;
-  user_id: string | null;
-  client_id: string | null;
-  address: string | null;
-  request_id: string | null;
-  details: Record<string, unknown> | null;
-}
+/** An event as GET /admin/audit-events answers it. */
+type Event = AuditEventView;
 
 describe('audit events (one row and one log line per security event, GET /admin/audit-events)', () => {
   let t: TestApp;

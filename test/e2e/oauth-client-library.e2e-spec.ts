@@ -1,8 +1,8 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients.service';
-import { Browser, NO_RATE_LIMITS, REDIRECT_URI, freePort, registerClient, signedIn } from '../support/oauth';
-import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
+import { Browser, NO_RATE_LIMITS, REDIRECT_URI, registerClient, signedIn } from '../support/oauth';
+import { TEST_PASSWORD, type TestApp, createListeningTestApp } from '../support/test-app';
 
 /**
  * oauth4webapi as an independent, standards-strict client (RFC 6749, 7636, 7009, 7662, 8414, 9068, 9207) against
@@ -15,10 +15,9 @@ describe('a standards-strict OAuth client (oauth4webapi)', () => {
   const http = { [oauth.allowInsecureRequests]: true } as const;
 
   beforeAll(async () => {
-    const port = await freePort();
-    issuer = new URL(`http://127.0.0.1:${port}`);
-    t = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: issuer.origin });
-    await t.app.listen(port, '127.0.0.1');
+    const listening = await createListeningTestApp(NO_RATE_LIMITS);
+    t = listening;
+    issuer = new URL(listening.origin);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...http }));
   });
   afterAll(() => t.close());

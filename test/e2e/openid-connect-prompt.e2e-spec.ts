@@ -7,19 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
 import type { ClientView } from '../../src/oauth/clients.service';
-import {
-  Browser,
-  NO_RATE_LIMITS,
-  REDIRECT_URI,
-  decodeJwt,
-  freePort,
-  login,
-  parseForm,
-  registerClient,
-  signedIn,
-  sleep,
-} from '../support/oauth';
-import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app';
+import { Browser, NO_RATE_LIMITS, REDIRECT_URI, decodeJwt, login, parseForm, registerClient, signedIn, sleep } from '../support/oauth';
+import { relyingPartyOf } from '../support/openid';
+import { TEST_PASSWORD, type TestApp, createListeningTestApp } from '../support/test-app';
 
 const LOGOUT_URI = 'https://client.example/signed-out';
 
@@ -30,19 +20,15 @@ const LOGOUT_URI = 'https://client.example/signed-out';
 describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', () => {
   let t: TestApp;
   let issuer: URL;
-  const insecure = { execute: [client.allowInsecureRequests] };
 
   beforeAll(async () => {
-    const port = await freePort();
-    issuer = new URL(`http://127.0.0.1:${port}`);
-    t = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: issuer.origin });
-    await t.app.listen(port, '127.0.0.1');
+    const listening = await createListeningTestApp(NO_RATE_LIMITS);
+    t = listening;
+    issuer = new URL(listening.origin);
   });
   afterAll(() => t.close());
 
-  async function relyingParty(view: ClientView): Promise<client.Configuration> {
-    return client.discovery(issuer, view.client_id, view.client_secret, client.ClientSecretBasic(view.client_secret), insecure);
-  }
+  const relyingParty = (view: ClientView) => relyingPartyOf(issuer, view);
 
   /** The path of an authorization request openid-client builds (code flow, PKCE, state, nonce). */
   async function authorizationPath(config: client.Configuration, params: Record<string, string> = {}) {

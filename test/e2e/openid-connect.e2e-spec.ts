@@ -14,7 +14,6 @@ import {
   authorizePath,
   bearerChallenge,
   decodeJwt,
-  freePort,
   login,
   parseForm,
   publishedJwks,
@@ -24,7 +23,8 @@ import {
   sleep,
   token,
 } from '../support/oauth';
-import { type TestApp, bearer, createTestApp } from '../support/test-app';
+import { relyingPartyOf } from '../support/openid';
+import { type TestApp, bearer, createListeningTestApp } from '../support/test-app';
 
 /**
  * OpenID Connect Core 1.0 (code flow), Discovery 1.0 and UserInfo, driven by openid-client (an OpenID-certified
@@ -36,28 +36,15 @@ import { type TestApp, bearer, createTestApp } from '../support/test-app';
 describe('OpenID Connect (openid-client as the relying party)', () => {
   let t: TestApp;
   let issuer: URL;
-  const insecure = { execute: [client.allowInsecureRequests] };
 
   beforeAll(async () => {
-    const port = await freePort();
-    issuer = new URL(`http://127.0.0.1:${port}`);
-    t = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: issuer.origin });
-    await t.app.listen(port, '127.0.0.1');
+    const listening = await createListeningTestApp(NO_RATE_LIMITS);
+    t = listening;
+    issuer = new URL(listening.origin);
   });
   afterAll(() => t.close());
 
-  /** The relying party's configuration, from discovery, verifying ID-token signatures against the JWKS as well. */
-  async function relyingParty(view: ClientView): Promise<client.Configuration> {
-    const config = await client.discovery(
-      issuer,
-      view.client_id,
-      view.client_secret,
-      client.ClientSecretBasic(view.client_secret),
-      insecure,
-    );
-    client.enableNonRepudiationChecks(config);
-    return config;
-  }
+  const relyingParty = (view: ClientView) => relyingPartyOf(issuer, view);
 
   /** The front channel as a signed-in browser (answering the consent page if one comes): the callback URL. */
   async function authorize(browser: Browser, config: client.Configuration, params: Record<string, string>): Promise<URL> {

@@ -19,6 +19,7 @@ import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { UsersService } from '../../src/users/users.service';
 import { DocumentedStatuses } from './documented-statuses';
+import { freePort } from './service-process';
 
 /** Every scope the application's modules define (read from the registry, never spelled out here). */
 export const ALL_SCOPES: Scope[] = allScopes();
@@ -135,4 +136,16 @@ export async function createTestApp(
 
 export function bearer(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
+}
+
+/**
+ * A test app listening on a free port of 127.0.0.1, whose ISSUER is that origin: for clients that speak real HTTP
+ * (openid-client, oauth4webapi, a browser).
+ */
+export async function createListeningTestApp(env: Record<string, string> = {}): Promise<TestApp & { origin: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const t = await createTestApp({ ...env, ISSUER: origin });
+  await t.app.listen(port, '127.0.0.1');
+  return Object.assign(t, { origin });
 }
