@@ -57,14 +57,14 @@ export class EndSessionController {
   @ApiPageForm(LOGOUT_FIELDS, [])
   @ApiRedirect(303, 'To GET /end-session with the same parameters, which carries the session cookie')
   @ApiPageFormErrors('A parameter sent twice or not as text: an error page, never a redirect')
-  async post(@Req() req: Request, @Res() res: Response): Promise<void> {
+  post(@Req() req: Request, @Res() res: Response): void {
     // A relying party's form posts from its own site, and the browser sends no SameSite=Lax cookie with a cross-site
     // POST: the session could not be found, let alone ended. The same request as a top-level GET carries it.
     const body = (req.body ?? {}) as Record<string, unknown>;
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(body)) {
       if (typeof value !== 'string') {
-        await this.logout(body, req, res, 303);
+        sendHtml(res, 400, this.pages.error('Invalid sign-out request', `${name.slice(0, 100)} must be sent once, as text.`));
         return;
       }
       query.append(name, value);

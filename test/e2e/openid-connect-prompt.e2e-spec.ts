@@ -315,6 +315,11 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect(res.text).toContain('<h1>Signed out</h1>');
       expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
       expect(browser.cookies.has(SESSION_COOKIE)).toBe(false);
+      // A parameter sent twice is refused there and then, with an error page (never a redirect).
+      const twice = await t.http().post('/end-session').type('form').send('state=a&state=b');
+      expect(twice.status).toBe(400);
+      expect(twice.headers['content-type']).toMatch(/^text\/html/);
+      expect(twice.text).toContain('state must be sent once, as text.');
       const query = new URLSearchParams({ id_token_hint: expired, post_logout_redirect_uri: LOGOUT_URI, state: 's' });
       const again = await browser.get(`/end-session?${query}`);
       expect(again.status).toBe(302);
