@@ -204,12 +204,15 @@ export class AuthorizeController {
     }
     let returnTo = req.originalUrl;
     if (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account')) {
-      const url = new URL(req.originalUrl, 'http://this.server');
+      // The other parameters stay byte for byte as the client sent them (decoding and encoding again would change a
+      // `state` with an escape that is not UTF-8).
+      const at = req.originalUrl.indexOf('?');
+      const path = at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
+      const pairs = at === -1 ? [] : req.originalUrl.slice(at + 1).split('&');
+      const kept = pairs.filter((pair) => !['prompt', 'max_age'].includes(queryName(pair)));
       const rest = [...request.prompt].filter((p) => p !== 'login' && p !== 'select_account');
-      if (rest.length) url.searchParams.set('prompt', rest.join(' '));
-      else url.searchParams.delete('prompt');
-      url.searchParams.delete('max_age');
-      returnTo = url.pathname + url.search;
+      if (rest.length) kept.push(`prompt=${encodeURIComponent(rest.join(' '))}`);
+      returnTo = kept.length ? `${path}?${kept.join('&')}` : path;
     }
     const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
     res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
@@ -271,5 +274,15 @@ export class AuthorizeController {
       codeChallenge: request.codeChallenge,
       nonce: request.nonce,
     };
+  }
+}
+
+/** The name of a `name=value` pair of a query string, decoded as the query parser decodes it. */
+function queryName(pair: string): string {
+  const raw = pair.split('=', 1)[0].replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
   }
 }

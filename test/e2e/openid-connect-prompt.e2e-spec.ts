@@ -170,6 +170,17 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect(returnTo.pathname).toBe('/authorize');
       expect(returnTo.searchParams.has('prompt')).toBe(false);
       expect(returnTo.searchParams.get('state')).toBe(request.state);
+      // Only prompt and max_age leave the return URL; every other parameter stays as sent, byte for byte, even an
+      // escape that is not UTF-8 and a name written with an escape.
+      const odd = `${request.path.replace('&prompt=login', '&%70rompt=login')}&max_age=0&state2=%E0%A4`;
+      expect(odd).toContain('&%70rompt=login');
+      const oddReturn = loginRedirect(await browser.get(odd)).returnTo;
+      expect(oddReturn.pathname + oddReturn.search).toBe(
+        request.path
+          .split('&')
+          .filter((pair) => !pair.startsWith('prompt='))
+          .join('&') + '&state2=%E0%A4',
+      );
       const signIn = await login(browser, user.email, TEST_PASSWORD, returnTo.pathname + returnTo.search);
       expect(signIn.status).toBe(303);
       expect(signIn.headers.location).toBe(returnTo.pathname + returnTo.search);
