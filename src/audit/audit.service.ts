@@ -4,7 +4,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import pino from 'pino';
 import { LessThan, type Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, Statement, type Write } from '../database/sql';
+import { SqlRunner, Statement, type StatementWrite, type Write } from '../database/sql';
 import { type Page } from '../common/pagination';
 import { ACCESS_LOGGER } from '../logging/logging.module';
 import { AuditEvent } from './audit-event.entity';
@@ -104,7 +104,7 @@ export class AuditService {
   }
 
   /** The insert of an event, to go in a group of {@link SqlRunner.atomic} writes with its change. */
-  static writeOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): Extract<Write, { statement: Statement }> {
+  static writeOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): StatementWrite {
     return { statement: INSERT_AUDIT_EVENT, params: { now: event.at, ...AuditService.params(event) }, ...options };
   }
 

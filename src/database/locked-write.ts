@@ -1,8 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { type Statement, bindValues as bind, sqliteConnection } from './sql';
-
-/** A statement and its values, to run inside {@link lockedReadWrite}. */
-export type Write = [Statement, Record<string, unknown>];
+import { type Statement, type StatementWrite, bindValues as bind, sqliteConnection } from './sql';
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
@@ -16,7 +13,7 @@ export async function lockedReadWrite<Row, T>(
   dataSource: DataSource,
   lockKey: string,
   read: Statement,
-  decide: (rows: Row[]) => { writes: Write[]; result: T },
+  decide: (rows: Row[]) => { writes: StatementWrite[]; result: T },
 ): Promise<T> {
   if (!/^[0-9a-f]{16}$/.test(lockKey)) throw new Error('the lock key must be 16 hex digits');
   if (dataSource.options.type === 'postgres') {
@@ -24,7 +21,7 @@ export async function lockedReadWrite<Row, T>(
       await manager.query(`SELECT pg_advisory_xact_lock(x'${lockKey}'::bigint)`);
       const select = bind(read, {}, true);
       const { writes, result } = decide((await manager.query(select.text, select.values)) as Row[]);
-      for (const [statement, params] of writes) {
+      for (const { statement, params } of writes) {
         const { text, values } = bind(statement, params, true);
         await manager.query(text, values);
       }
@@ -39,7 +36,7 @@ export async function lockedReadWrite<Row, T>(
     .transaction(() => {
       const select = bind(read, {}, false);
       const { writes, result } = decide(db.prepare(select.text).all(...select.values) as Row[]);
-      for (const [statement, params] of writes) {
+      for (const { statement, params } of writes) {
         const { text, values } = bind(statement, params, false);
         db.prepare(text).run(...values);
       }

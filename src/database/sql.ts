@@ -60,9 +60,14 @@ export function bindValues(statement: Statement, params: Record<string, unknown>
  * the driver's own form (e.g. from a TypeORM query builder's `getQueryAndParameters()`). With `onlyIfChanged`, it
  * runs only when the statement before it changed a row.
  */
-export type Write =
-  | { statement: Statement; params: Record<string, unknown>; onlyIfChanged?: boolean }
-  | { text: string; values: unknown[]; onlyIfChanged?: boolean };
+export type Write = StatementWrite | { text: string; values: unknown[]; onlyIfChanged?: boolean };
+
+/** A {@link Statement} with its parameters, as one of a group of writes. */
+export interface StatementWrite {
+  statement: Statement;
+  params: Record<string, unknown>;
+  onlyIfChanged?: boolean;
+}
 
 /** The better-sqlite3 connection under TypeORM's driver (only what is used here). */
 export interface SqliteConnection {

@@ -3,11 +3,11 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import { InjectRepository } from '@nestjs/typeorm';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import type { Repository } from 'typeorm';
-import { type Write, lockedReadWrite } from '../database/locked-write';
+import { lockedReadWrite } from '../database/locked-write';
 import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { NO_REQUEST } from '../audit/audit-events';
-import { epochMs, sql } from '../database/sql';
+import { type StatementWrite, epochMs, sql } from '../database/sql';
 import { KEY_CLOCK, type KeyClock } from './key-clock';
 import { KeyEncryption, KeyEncryptionError } from './key-encryption';
 import {
@@ -70,19 +70,22 @@ function timeline(row: TimelineRow): KeyTimeline {
 }
 
 /** The statement that carries out an action; `made` is the new key a `publish` stores. */
-function write(action: KeyAction, made: MadeKey | undefined): Write {
+function write(action: KeyAction, made: MadeKey | undefined): StatementWrite {
   switch (action.type) {
     case 'publish':
       if (!made || made.kid !== action.kid) throw new Error(`no key was made for "${action.kid}"`);
-      return [INSERT_KEY, { ...made, activatesAt: action.activatesAt }];
+      return { statement: INSERT_KEY, params: { ...made, activatesAt: action.activatesAt } };
     case 'schedule-retirement':
-      return [SCHEDULE_RETIREMENT, { kid: action.kid, retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt }];
+      return {
+        statement: SCHEDULE_RETIREMENT,
+        params: { kid: action.kid, retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt },
+      };
     case 'activate':
-      return [RECORD_STATE, { kid: action.kid, state: 'active' }];
+      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'active' } };
     case 'retire':
-      return [RECORD_STATE, { kid: action.kid, state: 'retired' }];
+      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'retired' } };
     case 'remove':
-      return [DELETE_KEY, { kid: action.kid }];
+      return { statement: DELETE_KEY, params: { kid: action.kid } };
   }
 }
 
@@ -192,22 +195,16 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
    * while), makes the changes decided with their audit events, and reports them.
    */
   private async change(plan: (keys: KeyTimeline[], now: number) => KeyAction[], made?: MadeKey): Promise<KeyAction[]> {
-    const events: AuditEvent[] = [];
+    let events: AuditEvent[] = [];
     const actions = await lockedReadWrite<TimelineRow, KeyAction[]>(this.repo.manager.connection, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
       const now = this.clock.now();
       const decided = plan(rows.map(timeline), now);
       // Each change is a `key.rotated` audit event, written with it.
-      events.length = 0;
-      events.push(
-        ...decided.map((action) =>
-          AuditService.event({ type: 'key.rotated', actor: 'system', details: { change: action.type, kid: action.kid } }, NO_REQUEST, now),
-        ),
+      events = decided.map((action) =>
+        AuditService.event({ type: 'key.rotated', actor: 'system', details: { change: action.type, kid: action.kid } }, NO_REQUEST, now),
       );
-      const audit = events.map((event): Write => {
-        const { statement, params } = AuditService.writeOf(event);
-        return [statement, params];
-      });
-      return { writes: [...decided.map((action) => write(action, made)), ...audit], result: decided };
+      const changes = decided.map((action) => write(action, made));
+      return { writes: [...changes, ...events.map((event) => AuditService.writeOf(event))], result: decided };
     });
     this.reportKeyChanges(actions);
     for (const event of events) this.audit.log(event);

@@ -22,7 +22,7 @@ import {
   sleep,
   token,
 } from '../support/oauth';
-import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
+import { type TestApp, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/apps';
 const REVOKE = '/account/apps/revoke';
@@ -72,22 +72,15 @@ function expectHtmlPage(res: Response, status: number): void {
 }
 
 describe('the connected-apps page (/account/apps)', () => {
-  let db: TestDatabase;
   let t: TestApp;
   /** A second instance on the same database, to see revocation reach another instance. */
   let peer: TestApp;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const env = { ...NO_RATE_LIMITS, REVOCATION_SYNC_SECONDS: '1' };
-    t = await createTestApp(env, db);
-    peer = await createTestApp(env, db);
+    ({ a: t, b: peer, close } = await createTwoInstances({ ...NO_RATE_LIMITS, REVOCATION_SYNC_SECONDS: '1' }));
   });
-  afterAll(async () => {
-    await t.close();
-    await peer.close();
-    await db.drop();
-  });
+  afterAll(() => close?.());
 
   const page = async (browser: Browser): Promise<Response> => {
     const res = await browser.get(PAGE);

@@ -11,25 +11,18 @@ import {
   sleep,
   token,
 } from '../support/oauth';
-import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
+import { type TestApp, createTwoInstances } from '../support/test-app';
 
 /** Instances share only the database; codes, single use, revocation and keys hold across them. */
 describe('several instances on one database', () => {
-  let db: TestDatabase;
   let a: TestApp;
   let b: TestApp;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const env = { ...NO_RATE_LIMITS, REVOCATION_SYNC_SECONDS: '1' };
-    a = await createTestApp(env, db);
-    b = await createTestApp(env, db);
+    ({ a, b, close } = await createTwoInstances({ ...NO_RATE_LIMITS, REVOCATION_SYNC_SECONDS: '1' }));
   });
-  afterAll(async () => {
-    await a.close();
-    await b.close();
-    await db.drop();
-  });
+  afterAll(() => close?.());
 
   it('redeems at one instance a code issued by another', async () => {
     const client = await registerClient(a, { trusted: true });

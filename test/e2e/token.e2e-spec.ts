@@ -19,7 +19,7 @@ import {
   sleep,
   token,
 } from '../support/oauth';
-import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
+import { type TestApp, createTestApp, createTwoInstances } from '../support/test-app';
 
 const ACCESS_TOKEN_TTL = 600;
 
@@ -551,20 +551,14 @@ describe('POST /token with REFRESH_TOKEN_TTL=2', () => {
 });
 
 describe('POST /token across two instances sharing one database', () => {
-  let db: TestDatabase;
   let a: TestApp;
   let b: TestApp;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    a = await createTestApp(NO_RATE_LIMITS, db);
-    b = await createTestApp(NO_RATE_LIMITS, db);
+    ({ a, b, close } = await createTwoInstances(NO_RATE_LIMITS));
   });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await db?.drop();
-  });
+  afterAll(() => close?.());
 
   async function codeAt(instance: TestApp) {
     const client = await registerClient(instance, { trusted: true });

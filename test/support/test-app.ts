@@ -149,3 +149,19 @@ export async function createListeningTestApp(env: Record<string, string> = {}): 
   await t.app.listen(port, '127.0.0.1');
   return Object.assign(t, { origin });
 }
+
+/** Two instances of the app sharing one fresh database — all that instances share — and their clean-up. */
+export async function createTwoInstances(env: Record<string, string> = {}): Promise<{ a: TestApp; b: TestApp; close(): Promise<void> }> {
+  const db = await createTestDatabase();
+  const a = await createTestApp(env, db);
+  const b = await createTestApp(env, db);
+  return {
+    a,
+    b,
+    async close() {
+      await b.close();
+      await a.close();
+      await db.drop();
+    },
+  };
+}
