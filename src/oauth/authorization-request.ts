@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CONTROL_CHARACTER } from '../common/text';
 import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
+import { IdTokenHints } from './id-token-hints';
 import { OidcScope } from './oidc.scopes';
 import type { Client } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
@@ -68,8 +69,18 @@ export type AuthorizationRequestResult =
       maxAge: number | null;
       /** `login_hint`, to prefill the login form's email with and nothing else; null when absent or unusable. */
       loginHint: string | null;
+      /**
+       * The user an `id_token_hint` names (its `sub`): the session must be theirs, or a login is needed (with
+       * prompt=none, `login_required`). Null when no hint was sent, or a stale one (signed by a key that has left).
+       */
+      hintedUser: string | null;
       params: Record<string, string | undefined>;
     };
+
+/** Whether a request's `scope` names `openid` (a repeated or structured scope is refused later anyway). */
+function isOpenIdRequest(scope: unknown): boolean {
+  return typeof scope === 'string' && scope.split(' ').includes(OidcScope.openid);
+}
 
 function single(value: unknown): string | undefined | null {
   if (value === undefined) return undefined;
@@ -84,6 +95,7 @@ export class AuthorizationRequestValidator {
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
     private readonly resources: ResourceIndicators,
+    private readonly hints: IdTokenHints,
   ) {}
 
   async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
@@ -98,6 +110,10 @@ export class AuthorizationRequestValidator {
     if (sentRedirect === undefined) {
       if (client.redirectUris.length !== 1) {
         return { kind: 'fatal', message: 'redirect_uri is required for this client.' };
+      }
+      // OpenID Connect requires it in every authentication request (Core 3.1.2.1), whatever the client registered.
+      if (isOpenIdRequest(raw.scope)) {
+        return { kind: 'fatal', message: 'redirect_uri is required in an OpenID Connect request (scope openid).' };
       }
       redirectUri = client.redirectUris[0];
     } else if (isRegisteredRedirectUri(client.redirectUris, sentRedirect)) {
@@ -170,6 +186,13 @@ export class AuthorizationRequestValidator {
       return fail('invalid_request', 'PKCE (code_challenge with S256) is required for public clients.');
     }
 
+    // Request objects (Core 6, RFC 9101) are not supported: refused with the errors Core 6.1 and 6.2 name, rather
+    // than ignored, since the parameters they carry would otherwise silently not apply.
+    if (raw.request !== undefined) return fail('request_not_supported', 'Request objects (request) are not supported.');
+    if (raw.request_uri !== undefined) {
+      return fail('request_uri_not_supported', 'Request objects by reference (request_uri) are not supported.');
+    }
+
     const nonce = params.nonce;
     if (nonce !== undefined && !NONCE.test(nonce)) {
       return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} printable ASCII characters.`);
@@ -194,6 +217,16 @@ export class AuthorizationRequestValidator {
     const hint = sent.login_hint;
     const loginHint = hint !== undefined && hint.length <= 254 && !CONTROL_CHARACTER.test(hint) ? hint.trim() || null : null;
 
+    let hintedUser: string | null = null;
+    if (sent.id_token_hint !== undefined) {
+      const checked = await this.hints.check(sent.id_token_hint);
+      if (checked.kind === 'invalid') return fail('invalid_request', 'id_token_hint is not an ID token issued by this server.');
+      if (checked.kind === 'valid') {
+        if (checked.hint.clientId !== client.id) return fail('invalid_request', 'id_token_hint was issued to another client.');
+        hintedUser = checked.hint.sub;
+      }
+    }
+
     return {
       kind: 'valid',
       client,
@@ -207,6 +240,7 @@ export class AuthorizationRequestValidator {
       prompt,
       maxAge,
       loginHint,
+      hintedUser,
       params,
     };
   }

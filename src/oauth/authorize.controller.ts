@@ -75,6 +75,13 @@ export class AuthorizeController {
     schema: { type: 'string', maxLength: 254 },
     description: "OpenID Connect: prefills the login form's email, nothing else",
   })
+  @ApiQuery({
+    name: 'id_token_hint',
+    required: false,
+    schema: { type: 'string' },
+    description:
+      "OpenID Connect: an ID token of this server for this client; the session must be its subject's, else a login (prompt=none: login_required); one signed by a key that has left is ignored",
+  })
   @ApiQuery({ name: 'ui_locales', required: false, schema: { type: 'string' }, description: 'OpenID Connect: accepted, not used' })
   @ApiQuery({
     name: 'resource',
@@ -106,7 +113,7 @@ export class AuthorizeController {
     // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
     const minAuthTime = request.maxAge === null ? 0 : Date.now() - request.maxAge * 1000;
     const forceConsent = prompt.has('consent');
-    if (request.client.trusted && !forceConsent) {
+    if (request.client.trusted && !forceConsent && request.hintedUser === null) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
       if (code === undefined) this.loginNeeded(req, res, request);
@@ -115,13 +122,14 @@ export class AuthorizeController {
     }
     // Any other client: the consent is read with the session, in one query.
     const session = await this.sessions.current(sessionCookie.read(req), request.client.id);
-    if (!session || session.authTime < minAuthTime) {
+    // id_token_hint: the session must be the hinted person's (Core 3.1.2.1); another person's needs a login.
+    if (!session || session.authTime < minAuthTime || (request.hintedUser !== null && session.userId !== request.hintedUser)) {
       this.loginNeeded(req, res, request);
       return;
     }
     const requested = request.scope.split(' ');
     const { consented } = session;
-    if (!forceConsent && (!consented || requested.every((s) => consented.has(s)))) {
+    if (!forceConsent && (request.client.trusted || !consented || requested.every((s) => consented.has(s)))) {
       await this.redirectWithCode(req, res, request, session, 302);
       return;
     }

@@ -1,17 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { compactVerify } from 'jose';
-import { AppConfig } from '../config/app-config';
-import { SigningKeysService } from '../keys/signing-keys.service';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
-
-/** What an `id_token_hint` says of the login it came from. */
-export interface IdTokenHint {
-  sub: string;
-  /** The client it was issued to (its `aud`). */
-  clientId: string;
-  sid: string | null;
-}
+import { type IdTokenHint, IdTokenHints } from './id-token-hints';
 
 /** A logout request (OpenID Connect RP-Initiated Logout 1.0, section 2) once checked. */
 export type LogoutRequest =
@@ -29,12 +19,14 @@ export type LogoutRequest =
 /** The parameters a logout request may carry (`logout_hint` and `ui_locales` are accepted and not used). */
 const LOGOUT_PARAMS = ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'state', 'logout_hint', 'ui_locales'] as const;
 
-/** Checks logout requests: the ID token hint (this server's signature; expired is fine), the client, the redirect. */
+/**
+ * Checks logout requests: the ID token hint (this server's signature; expired is fine; signed by a key that has
+ * since left, it is stale and treated as absent, so the person confirms), the client, the redirect.
+ */
 @Injectable()
 export class EndSessionService {
   constructor(
-    private readonly config: AppConfig,
-    private readonly keys: SigningKeysService,
+    private readonly hints: IdTokenHints,
     private readonly clients: ClientsService,
   ) {}
 
@@ -50,8 +42,9 @@ export class EndSessionService {
 
     let hint: IdTokenHint | null = null;
     if (params.id_token_hint !== undefined) {
-      hint = await this.verifyHint(params.id_token_hint);
-      if (!hint) return invalid('id_token_hint is not an ID token issued by this server.');
+      const checked = await this.hints.check(params.id_token_hint);
+      if (checked.kind === 'invalid') return invalid('id_token_hint is not an ID token issued by this server.');
+      if (checked.kind === 'valid') hint = checked.hint;
     }
     const clientId = params.client_id ?? hint?.clientId;
     if (params.client_id !== undefined && hint && hint.clientId !== params.client_id) {
@@ -75,32 +68,5 @@ export class EndSessionService {
     const url = new URL(redirectUri);
     if (state !== undefined) url.searchParams.append('state', state);
     return url.toString();
-  }
-
-  /**
-   * An ID token of this server (RS256, `typ: JWT`, a published key, this issuer), whatever its expiry: a client
-   * may sign out a person long after the token's lifetime (RP-Initiated Logout 1.0, section 2).
-   */
-  private async verifyHint(token: string): Promise<IdTokenHint | null> {
-    if (token.length > 8192) return null;
-    try {
-      const { payload, protectedHeader } = await compactVerify(
-        token,
-        async (header) => {
-          const key = header.kid ? await this.keys.verificationKey(header.kid) : undefined;
-          if (!key) throw new Error('unknown key');
-          return key;
-        },
-        { algorithms: ['RS256'] },
-      );
-      // An access token (typ at+jwt) is no ID token.
-      if (protectedHeader.typ !== 'JWT') return null;
-      const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
-      const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
-      if (claims.iss !== this.config.issuer || typeof claims.sub !== 'string' || typeof aud !== 'string') return null;
-      return { sub: claims.sub, clientId: aud, sid: typeof claims.sid === 'string' ? claims.sid : null };
-    } catch {
-      return null;
-    }
   }
 }

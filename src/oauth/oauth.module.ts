@@ -27,6 +27,7 @@ import { IntrospectionService } from './introspection.service';
 import { LoginController } from './login.controller';
 import { EndSessionController } from './end-session.controller';
 import { EndSessionService } from './end-session.service';
+import { IdTokenHints } from './id-token-hints';
 import { MetadataController } from './metadata.controller';
 import { OAuthConfig } from './oauth.config';
 import { oauthPagesProvider } from './custom-pages.module';
@@ -79,6 +80,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
   ],
   providers: [
     EndSessionService,
+    IdTokenHints,
     SqlRunner,
     ClientsService,
     ClientAuthGuard,

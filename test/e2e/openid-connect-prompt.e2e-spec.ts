@@ -7,7 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
 import type { ClientView } from '../../src/oauth/clients.service';
-import { Browser, NO_RATE_LIMITS, REDIRECT_URI, decodeJwt, login, parseForm, registerClient, signedIn, sleep } from '../support/oauth';
+import {
+  Browser,
+  NO_RATE_LIMITS,
+  REDIRECT_URI,
+  decodeJwt,
+  login,
+  parseForm,
+  pkcePair,
+  registerClient,
+  signedIn,
+  sleep,
+} from '../support/oauth';
 import { relyingPartyOf } from '../support/openid';
 import { TEST_PASSWORD, type TestApp, createListeningTestApp } from '../support/test-app';
 
@@ -272,6 +283,105 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
     });
   });
 
+  /** An ID token this server could have issued (its active key unless `kid` names another). */
+  async function idTokenOf(sub: string, clientId: string, opts: { kid?: string; privateKey?: Parameters<SignJWT['sign']>[0] } = {}) {
+    const key = t.app.get(SigningKeysService).activeKey();
+    return new SignJWT({ sid: randomUUID() })
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: opts.kid ?? key.kid })
+      .setIssuer(issuer.origin)
+      .setSubject(sub)
+      .setAudience(clientId)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(opts.privateKey ?? key.privateKey);
+  }
+
+  describe('id_token_hint, request objects and redirect_uri at /authorize', () => {
+    it("signs in silently when the hint names the session's user, and needs a login when it names another (prompt=none: login_required)", async () => {
+      for (const trusted of [true, false]) {
+        const view = await registerClient(t, { trusted });
+        const config = await relyingParty(view);
+        const { browser, user } = await signedIn(t);
+        if (!trusted) await idTokenClaims(browser, config); // allows on the consent page
+        const mine = await idTokenClaims(browser, config, { prompt: 'none', id_token_hint: await idTokenOf(user.id, view.client_id) });
+        expect(mine.claims.sub).toBe(user.id);
+
+        const someoneElse = await idTokenOf(randomUUID(), view.client_id);
+        const silent = await authorizationPath(config, { prompt: 'none', id_token_hint: someoneElse });
+        expect(clientError(await browser.get(silent.path))).toEqual({
+          error: 'login_required',
+          error_description: 'The user is not signed in, or not recently enough.',
+          state: silent.state,
+          iss: issuer.origin,
+        });
+        const interactive = await authorizationPath(config, { id_token_hint: someoneElse });
+        expect(loginRedirect(await browser.get(interactive.path)).returnTo.searchParams.get('id_token_hint')).toBe(someoneElse);
+      }
+    });
+
+    it('refuses a forged hint, an access token and a hint of another client with invalid_request; a hint signed by a key that has left is ignored', async () => {
+      const view = await registerClient(t, { trusted: true });
+      const other = await registerClient(t, { trusted: true });
+      const config = await relyingParty(view);
+      const { browser, user } = await signedIn(t);
+      const { privateKey } = await generateKeyPair('RS256');
+      for (const [hint, description] of [
+        [await idTokenOf(user.id, view.client_id, { privateKey }), 'id_token_hint is not an ID token issued by this server.'],
+        [await t.token(user.id, 'openid'), 'id_token_hint is not an ID token issued by this server.'],
+        ['garbage', 'id_token_hint is not an ID token issued by this server.'],
+        [await idTokenOf(user.id, other.client_id), 'id_token_hint was issued to another client.'],
+      ] as const) {
+        const request = await authorizationPath(config, { prompt: 'none', id_token_hint: hint });
+        expect(clientError(await browser.get(request.path)), description).toEqual({
+          error: 'invalid_request',
+          error_description: description,
+          state: request.state,
+          iss: issuer.origin,
+        });
+      }
+      // A key id this server does not hold (a retired key): the hint cannot be checked, so it does not count.
+      const stale = await idTokenOf(randomUUID(), view.client_id, { kid: 'retired-key', privateKey });
+      expect((await idTokenClaims(browser, config, { prompt: 'none', id_token_hint: stale })).claims.sub).toBe(user.id);
+    });
+
+    it('refuses request and request_uri with request_not_supported and request_uri_not_supported', async () => {
+      const config = await relyingParty(await registerClient(t, { trusted: true }));
+      const { browser } = await signedIn(t);
+      for (const [params, error, description] of [
+        [{ request: 'eyJhbGciOiJub25lIn0.e30.' }, 'request_not_supported', 'Request objects (request) are not supported.'],
+        [
+          { request_uri: 'https://client.example/request.jwt' },
+          'request_uri_not_supported',
+          'Request objects by reference (request_uri) are not supported.',
+        ],
+      ] as const) {
+        // Added to the request as sent: openid-client would make a request-object request of the whole of it.
+        const request = await authorizationPath(config);
+        const res = await browser.get(`${request.path}&${new URLSearchParams(params)}`);
+        expect(clientError(res)).toEqual({ error, error_description: description, state: request.state, iss: issuer.origin });
+      }
+    });
+
+    it('needs redirect_uri in an OpenID Connect request even from a client with one redirect URI (an error page, no redirect)', async () => {
+      const view = await registerClient(t, { trusted: true });
+      const { browser } = await signedIn(t);
+      const query = {
+        response_type: 'code',
+        client_id: view.client_id,
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      };
+      const res = await browser.get(`/authorize?${new URLSearchParams({ ...query, scope: 'openid' })}`);
+      expect(res.status).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.text).toContain('redirect_uri is required in an OpenID Connect request (scope openid).');
+      // A plain OAuth request may still leave it out.
+      const plain = await browser.get(`/authorize?${new URLSearchParams({ ...query, scope: 'orders:read' })}`);
+      expect(plain.status).toBe(302);
+      expect(new URL(plain.headers.location).searchParams.get('code')).toEqual(expect.any(String));
+    });
+  });
+
   describe('RP-initiated logout', () => {
     async function signedInWithIdToken(opts: { postLogoutRedirectUris?: string[] } = {}) {
       const view = await registerClient(t, { trusted: true, postLogoutRedirectUris: opts.postLogoutRedirectUris ?? [LOGOUT_URI] });
@@ -432,6 +542,16 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect(undecided.status).toBe(400);
       // The first session, whose hint it is, is untouched too.
       expect((await idTokenClaims(browser, config, { prompt: 'none' })).claims.sub).toBe(user.id);
+    });
+
+    it('asks "Sign out?" when the hint was signed by a key that has left (stale), rather than refusing', async () => {
+      const { view, browser, user } = await signedInWithIdToken();
+      const { privateKey } = await generateKeyPair('RS256');
+      const stale = await idTokenOf(user.id, view.client_id, { kid: 'retired-key', privateKey });
+      const res = await browser.get(`/end-session?${new URLSearchParams({ id_token_hint: stale, client_id: view.client_id })}`);
+      expect(res.status).toBe(200);
+      expect(res.text).toContain('<h1>Sign out?</h1>');
+      expect(browser.cookies.has(SESSION_COOKIE)).toBe(true);
     });
 
     it('with no session: nothing to end, the redirect goes ahead', async () => {
