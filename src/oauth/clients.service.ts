@@ -298,7 +298,7 @@ export class ClientsService {
    */
   async replaceRegistration(
     clientId: string,
-    input: Pick<CreateClientInput, 'name' | 'redirectUris' | 'scope' | 'grantTypes'>,
+    input: Pick<CreateClientInput, 'name' | 'redirectUris' | 'scope' | 'grantTypes' | 'postLogoutRedirectUris'>,
     by: AuditBy,
   ): Promise<Client> {
     const found = await this.find(clientId);
@@ -311,6 +311,7 @@ export class ClientsService {
       redirectUris: redirectUrisFor(grantTypes, input.redirectUris),
       scope: checkedScope(input.scope ?? allScopes().join(' ')),
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
+      postLogoutRedirectUris: checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
     };
     const details = { changed: 'registration' };
     await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.updateOf(clientId, changes)]);

@@ -53,6 +53,11 @@ const METADATA_PROPERTIES: Record<string, SchemaObject> = {
   response_types: { type: 'array', items: { type: 'string', enum: ['code'] } },
   client_name: { type: 'string', maxLength: 100 },
   scope: { type: 'string', description: 'space-separated; every scope when omitted' },
+  post_logout_redirect_uris: {
+    type: 'array',
+    items: { type: 'string', format: 'uri' },
+    description: 'OpenID Connect RP-Initiated Logout: https, or http on a loopback address',
+  },
 };
 
 const CLIENT_INFORMATION: SchemaObject = {

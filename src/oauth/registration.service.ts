@@ -32,6 +32,8 @@ interface ClientMetadata {
   grantTypes: GrantType[];
   authMethod: AuthMethod;
   scope: string;
+  /** OpenID Connect RP-Initiated Logout 1.0, section 3.1 (none: the logout ends on this server's page). */
+  postLogoutRedirectUris: string[];
 }
 
 /** The client information response (RFC 7591 3.2.1, RFC 7592 3). */
@@ -48,6 +50,7 @@ export interface RegisteredClient {
   response_types: string[];
   token_endpoint_auth_method: AuthMethod;
   scope: string;
+  post_logout_redirect_uris: string[];
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -56,9 +59,11 @@ function metadataError(description: string): RegistrationError {
   return new RegistrationError(400, 'invalid_client_metadata', description);
 }
 
-/** A redirect URI a dynamically registered client may have: https, or http on a loopback address (RFC 8252 7.3). */
-function checkedRedirectUri(value: unknown): string {
-  if (typeof value !== 'string') throw new RegistrationError(400, 'invalid_redirect_uri', 'redirect_uris must be strings.');
+/**
+ * A redirect URI a dynamically registered client may have: https, or http on a loopback address (RFC 8252 7.3);
+ * the same rule for where it sends people after a logout.
+ */
+function checkedRedirectUri(value: string): string {
   let url: URL;
   try {
     url = new URL(value);
@@ -119,6 +124,7 @@ export class RegistrationService {
           isPublic: metadata.authMethod === 'none',
           scope: metadata.scope,
           grantTypes: metadata.grantTypes,
+          postLogoutRedirectUris: metadata.postLogoutRedirectUris,
           registrationTokenHash: hashSecret(registrationToken),
           tokenEndpointAuthMethod: metadata.authMethod === 'none' ? undefined : metadata.authMethod,
         },
@@ -160,6 +166,7 @@ export class RegistrationService {
           redirectUris: metadata.redirectUris,
           scope: metadata.scope,
           grantTypes: metadata.grantTypes,
+          postLogoutRedirectUris: metadata.postLogoutRedirectUris,
         },
         { actor: `client:${clientId}`, context },
       ),
@@ -222,6 +229,8 @@ export class RegistrationService {
       throw new RegistrationError(400, 'invalid_redirect_uri', 'redirect_uris is required for the authorization_code grant.');
     }
 
+    const postLogoutRedirectUris = (stringList(fields, 'post_logout_redirect_uris') ?? []).map(checkedRedirectUri);
+
     const name = fields.client_name ?? 'Unnamed client';
     if (typeof name !== 'string' || !name.trim() || name.length > 100 || CONTROL_CHARACTER.test(name) || UNPAIRED_SURROGATE.test(name)) {
       throw metadataError('client_name must be one line of 1 to 100 characters.');
@@ -232,7 +241,14 @@ export class RegistrationService {
     const scopes = scopeValue.split(' ').filter(Boolean);
     if (scopes.length === 0 || scopes.some((s) => !isScope(s))) throw metadataError(`scope must be a subset of: ${allScopes().join(' ')}.`);
 
-    return { name: name.trim(), redirectUris, grantTypes: grantTypes as GrantType[], authMethod, scope: [...new Set(scopes)].join(' ') };
+    return {
+      name: name.trim(),
+      redirectUris,
+      grantTypes: grantTypes as GrantType[],
+      authMethod,
+      scope: [...new Set(scopes)].join(' '),
+      postLogoutRedirectUris,
+    };
   }
 
   /** Runs a change of the clients service, answering what it refuses as invalid metadata. */
@@ -258,6 +274,7 @@ export class RegistrationService {
       response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
       token_endpoint_auth_method: authMethod,
       scope: client.scope,
+      post_logout_redirect_uris: client.postLogoutRedirectUris,
     };
   }
 }

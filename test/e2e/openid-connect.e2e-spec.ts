@@ -263,7 +263,14 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
       // Empty, too long, a NUL (which PostgreSQL cannot store: never a 500), a line break, non-ASCII.
       for (const nonce of ['', 'n'.repeat(513), 'a\u0000b', 'a\nb', 'nonce-é']) {
         const res = await browser.get(
-          authorizePath({ response_type: 'code', client_id: view.client_id, scope: 'openid', state: 's', nonce }),
+          authorizePath({
+            response_type: 'code',
+            client_id: view.client_id,
+            redirect_uri: REDIRECT_URI,
+            scope: 'openid',
+            state: 's',
+            nonce,
+          }),
         );
         const q = redirectParams(res);
         expect(q.get('error')).toBe('invalid_request');

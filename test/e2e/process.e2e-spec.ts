@@ -384,7 +384,18 @@ describe('the built service', () => {
         trusted: false,
       });
 
+      const withLogout = cli('client:update', '--client-id', clientId, '--post-logout-redirect-uri', 'https://reports.example.com/bye');
+      expect(withLogout.status).toBe(0);
+      expect(JSON.parse(withLogout.output).post_logout_redirect_uris).toEqual(['https://reports.example.com/bye']);
+      const cleared = cli('client:update', '--client-id', clientId, '--clear-post-logout-redirect-uris');
+      expect(cleared.status).toBe(0);
+      expect(JSON.parse(cleared.output).post_logout_redirect_uris).toEqual([]);
+
       for (const [args, message] of [
+        [
+          ['--client-id', clientId, '--clear-post-logout-redirect-uris', '--post-logout-redirect-uri', 'https://reports.example.com/bye'],
+          'error: --post-logout-redirect-uri and --clear-post-logout-redirect-uris exclude each other',
+        ],
         [['--client-id', 'no-such-client', '--scope', 'users:read'], 'error: no client with id "no-such-client"'],
         [['--client-id', clientId, '--scope', 'users:read admin:everything'], 'error: --scope must be a subset of:'],
         [['--scope', 'users:read'], "error: required option '--client-id <id>' not specified"],

@@ -133,8 +133,56 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
       scope: 'orders:read',
+      post_logout_redirect_uris: [],
     });
     expect(Math.abs(res.body.client_id_issued_at - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it('registers post_logout_redirect_uris (RP-Initiated Logout 3.1) under the redirect URI rules, and a PUT replaces them', async () => {
+    const signedOut = 'https://agent.example/signed-out';
+    const res = await register({
+      client_name: 'Web app',
+      redirect_uris: [LOOPBACK],
+      token_endpoint_auth_method: 'none',
+      post_logout_redirect_uris: [signedOut, 'http://127.0.0.1:8080/bye'],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.post_logout_redirect_uris).toEqual([signedOut, 'http://127.0.0.1:8080/bye']);
+    // The logout endpoint takes it for this client, and nothing else.
+    const bye = await t
+      .http()
+      .get(`/end-session?${new URLSearchParams({ client_id: res.body.client_id, post_logout_redirect_uri: signedOut })}`);
+    expect(bye.status).toBe(302);
+    expect(bye.headers.location).toBe(signedOut);
+
+    for (const [uris, description] of [
+      [['http://agent.example/bye'], 'A redirect URI must be https, or http on a loopback address.'],
+      [['javascript:alert(1)'], 'A redirect URI must be https, or http on a loopback address.'],
+      [['https://agent.example/bye#x'], 'A redirect URI must not have a fragment.'],
+    ] as const) {
+      const refused = await register({ redirect_uris: [LOOPBACK], token_endpoint_auth_method: 'none', post_logout_redirect_uris: uris });
+      expect(refused.status, description).toBe(400);
+      expect(refused.body).toEqual({ error: 'invalid_redirect_uri', error_description: description });
+    }
+    const notAList = await register({ redirect_uris: [LOOPBACK], token_endpoint_auth_method: 'none', post_logout_redirect_uris: [42] });
+    expect(notAList.status).toBe(400);
+    expect(notAList.body).toEqual({
+      error: 'invalid_client_metadata',
+      error_description: 'post_logout_redirect_uris must be an array of strings.',
+    });
+
+    const put = await manage('put', res.body.registration_client_uri, res.body.registration_access_token).send({
+      client_id: res.body.client_id,
+      redirect_uris: [LOOPBACK],
+      token_endpoint_auth_method: 'none',
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.post_logout_redirect_uris).toEqual([]);
+    const gone = await t
+      .http()
+      .get(`/end-session?${new URLSearchParams({ client_id: res.body.client_id, post_logout_redirect_uri: signedOut })}`);
+    expect(gone.status).toBe(400);
+    expect(gone.text).toContain('post_logout_redirect_uri is not registered for this client.');
   });
 
   it('a registered client is never trusted: the person sees the consent page, then the code flow with PKCE works', async () => {

@@ -1,5 +1,5 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
-import { collect, printJson } from '../../common/command-line';
+import { CommandInputError, collect, printJson } from '../../common/command-line';
 import { ClientsService } from '../clients.service';
 
 interface ClientUpdateOptions {
@@ -7,6 +7,7 @@ interface ClientUpdateOptions {
   redirectUri?: string[];
   scope?: string;
   postLogoutRedirectUri?: string[];
+  clearPostLogoutRedirectUris?: boolean;
 }
 
 /**
@@ -23,11 +24,14 @@ export class ClientUpdateCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: ClientUpdateOptions): Promise<void> {
+    if (options.clearPostLogoutRedirectUris && options.postLogoutRedirectUri) {
+      throw new CommandInputError('--post-logout-redirect-uri and --clear-post-logout-redirect-uris exclude each other');
+    }
     printJson(
       await this.clients.update(options.clientId ?? '', {
         scope: options.scope,
         redirectUris: options.redirectUri,
-        postLogoutRedirectUris: options.postLogoutRedirectUri,
+        postLogoutRedirectUris: options.clearPostLogoutRedirectUris ? [] : options.postLogoutRedirectUri,
       }),
     );
   }
@@ -45,6 +49,11 @@ export class ClientUpdateCommand extends CommandRunner {
   @Option({ flags: '--post-logout-redirect-uri <uri>', description: 'may be given several times; replaces the list' })
   postLogoutRedirectUri(value: string, previous?: string[]): string[] {
     return collect(value, previous);
+  }
+
+  @Option({ flags: '--clear-post-logout-redirect-uris', description: 'removes every post-logout redirect URI' })
+  clearPostLogoutRedirectUris(): boolean {
+    return true;
   }
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; replaces the allowed scopes' })
