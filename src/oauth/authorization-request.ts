@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { CONTROL_CHARACTER } from '../common/text';
 import { AppConfig } from '../config/app-config';
 import { ClientsService } from './clients.service';
 import { IdTokenHints } from './id-token-hints';
-import { OidcScope } from './oidc.scopes';
+import { OidcScope, usableLoginHint } from './oidc.scopes';
 import type { Client } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
 import { isRegisteredRedirectUri } from './redirect-uris';
@@ -213,9 +212,7 @@ export class AuthorizationRequestValidator {
       if (!/^\d{1,20}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
       maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
     }
-    // A hint longer than an email address, or with control characters, is not used.
-    const hint = sent.login_hint;
-    const loginHint = hint !== undefined && hint.length <= 254 && !CONTROL_CHARACTER.test(hint) ? hint.trim() || null : null;
+    const loginHint = usableLoginHint(sent.login_hint) ?? null;
 
     let hintedUser: string | null = null;
     if (sent.id_token_hint !== undefined) {

@@ -6,6 +6,7 @@ import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
 import { scopeDescription } from '../auth/scopes';
+import { MAX_LOGIN_HINT_LENGTH } from './oidc.scopes';
 import { CodeGrantService, type CodeRequest } from './code-grant.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
@@ -72,7 +73,7 @@ export class AuthorizeController {
   @ApiQuery({
     name: 'login_hint',
     required: false,
-    schema: { type: 'string', maxLength: 254 },
+    schema: { type: 'string', maxLength: MAX_LOGIN_HINT_LENGTH },
     description: "OpenID Connect: prefills the login form's email, nothing else",
   })
   @ApiQuery({

@@ -17,6 +17,7 @@ import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { randomSecret, safeEqual } from './secrets';
 import { SessionsService } from './sessions.service';
+import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from './oidc.scopes';
 
 const LOGIN_CSRF_COOKIE = 'login_csrf';
 const GENERIC_FAILURE = 'The email or password is not correct.';
@@ -41,14 +42,13 @@ export class LoginController {
   @ApiQuery({
     name: 'login_hint',
     required: false,
-    schema: { type: 'string', maxLength: 254 },
+    schema: { type: 'string', maxLength: MAX_LOGIN_HINT_LENGTH },
     description: 'OpenID Connect login_hint: prefills the email field, and nothing else',
   })
   @ApiHtml(200, 'The login form')
   show(@Req() req: Request, @Res() res: Response): void {
     const returnTo = safeReturnTo(req.query.return_to);
-    const hint = req.query.login_hint;
-    const email = typeof hint === 'string' && hint.length <= 254 && !CONTROL_CHARACTER.test(hint) ? hint.trim() : undefined;
+    const email = usableLoginHint(req.query.login_hint);
     sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.csrfFor(req, res), email }));
   }
 

@@ -1,3 +1,4 @@
+import { CONTROL_CHARACTER } from '../common/text';
 import { defineScopes } from '../auth/scopes';
 
 /**
@@ -15,3 +16,15 @@ export const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   [OidcScope.profile]: ['name', 'gender', 'updated_at'],
   [OidcScope.email]: ['email', 'email_verified'],
 };
+
+/** The longest `login_hint` used: an email address is at most 254 characters. */
+export const MAX_LOGIN_HINT_LENGTH = 254;
+
+/**
+ * A `login_hint` fit to prefill the login form's email with (and used for nothing else): one string of at most
+ * an email address's length, without control characters, not blank; else undefined.
+ */
+export function usableLoginHint(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length > MAX_LOGIN_HINT_LENGTH || CONTROL_CHARACTER.test(value)) return undefined;
+  return value.trim() || undefined;
+}

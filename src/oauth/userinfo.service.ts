@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { AuthPrincipal } from '../auth/principal';
 import { UsersService } from '../users/users.service';
 import type { UserInfoResponseDto } from './dto/userinfo-response.dto';
-import { OidcScope } from './oidc.scopes';
+import { SCOPE_CLAIMS } from './oidc.scopes';
 
 /** The UserInfo endpoint's claims (OpenID Connect Core 5.3): the token's user, as much as its scopes release. */
 @Injectable()
@@ -13,16 +13,19 @@ export class UserInfoService {
   async claims(principal: AuthPrincipal): Promise<UserInfoResponseDto> {
     // The caller's own record (and the 401 when it no longer exists), in one query.
     const user = await this.users.get(principal, principal.sub);
-    const claims: UserInfoResponseDto = { sub: user.id };
-    if (principal.scopes.has(OidcScope.profile)) {
-      claims.name = user.name;
-      claims.gender = user.gender;
-      claims.updated_at = Math.floor(Date.parse(user.updatedAt) / 1000);
-    }
-    if (principal.scopes.has(OidcScope.email)) {
-      claims.email = user.email;
+    // Every claim of the DTO (the type makes sure none is forgotten).
+    const values: Required<Omit<UserInfoResponseDto, 'sub'>> = {
+      name: user.name,
+      gender: user.gender,
+      updated_at: Math.floor(Date.parse(user.updatedAt) / 1000),
+      email: user.email,
       // Nobody proves to the service that they own the address they signed up with.
-      claims.email_verified = false;
+      email_verified: false,
+    };
+    const claims: UserInfoResponseDto = { sub: user.id };
+    // The claims each scope releases are listed once, in SCOPE_CLAIMS (which discovery's claims_supported reads too).
+    for (const [scope, names] of Object.entries(SCOPE_CLAIMS)) {
+      if (principal.scopes.has(scope)) for (const name of names) Object.assign(claims, { [name]: values[name as keyof typeof values] });
     }
     return claims;
   }
