@@ -103,8 +103,11 @@ export class LoginController {
       fail();
       return;
     }
-    // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session.
+    // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session; as
+    // another person (switching accounts), the other person's session ends: its cookie is replaced, and a copy of
+    // it must not outlive that.
     const current = await this.sessions.current(sessionCookie.read(req));
+    if (current && current.userId !== user.id) await this.sessions.end(current, auditContextOf(req), { via: 'account switch' });
     const renewed = current?.userId === user.id ? await this.sessions.reauthenticate(current, auditContextOf(req)) : undefined;
     const secret = renewed ?? (await this.sessions.start(user.id, auditContextOf(req))).secret;
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });

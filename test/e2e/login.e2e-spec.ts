@@ -142,6 +142,20 @@ describe('login session', () => {
       expect(browser.cookies.get(SESSION_COOKIE)).not.toBe(first);
     });
 
+    it("ends the other person's session when someone else signs in in the same browser (switching accounts)", async () => {
+      const client = await registerClient(t, { trusted: true });
+      const path = authorizePath({ response_type: 'code', client_id: client.client_id, redirect_uri: REDIRECT_URI });
+      const { browser } = await signedIn(t);
+      const first = browser.cookies.get(SESSION_COOKIE)!;
+      const other = await t.createUser();
+      expect((await login(browser, other.email)).status).toBe(303);
+      expect(redirectParams(await browser.get(path)).get('code')).toEqual(expect.any(String));
+      // The first person's cookie, kept somewhere, signs nobody in any more.
+      const replay = new Browser(t);
+      replay.cookies.set(SESSION_COOKIE, first);
+      expect((await replay.get(path)).headers.location).toMatch(/^\/login\?return_to=/);
+    });
+
     it('redirects to / when return_to points anywhere but a relative path on this server', async () => {
       const user = await t.createUser();
       for (const returnTo of [
