@@ -51,7 +51,7 @@ const REAUTHENTICATE = sql`
 const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
 
 /** Why a session ended, in its `logout` event. */
-export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed';
+export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch';
 
 interface SessionRow {
   id: string;
