@@ -30,8 +30,10 @@ export class ConsentService {
 
   /**
    * Adds `scope` to what the user granted the client, with its `consent.granted` event (`details.added`: the
-   * scopes new to the consent). The consent only grows here; the grants (token families) issued under the
-   * narrower consent before are left as they are: each keeps the scope it was issued with (see README, "Step-up").
+   * scopes new to the consent). The consent only grows here. The grants (token families) issued under the
+   * narrower consent before are left as they are, each with the scope it was issued with: the step-up's code starts
+   * a family of its own, because the client may still be using the old one elsewhere (another device or process),
+   * a refresh never widens a family, and a step-up abandoned after this point must not have cut anything off.
    * Read, then written only if unchanged, so that two approvals at once on two instances both end in the union.
    */
   async record(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
