@@ -1,11 +1,14 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { ModuleRef, Reflector } from '@nestjs/core';
+import { bearerChallenge } from '../common/bearer-challenge';
 import { HttpProblemError } from '../common/http-problem.error';
 import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
 import { BearerStrategy } from './bearer.strategy';
 import type { AuthPrincipal } from './principal';
 import { RoleDirectory } from './role-directory';
 import { type RouteTargets, accessDeclarationProblem } from './route-access.check';
+
+const USER_TOKEN_REQUIRED = 'This route acts for a signed-in user; a client-credentials token cannot call it.';
 
 /** What the strategy sees of a request: the parts it reads, not the request itself. */
 interface StrategyView {
@@ -62,22 +65,23 @@ export class BearerAuthGuard implements CanActivate {
     req.principal = principal;
 
     if (rule.problem) throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
-    if (rule.scopes.some((scope) => !principal.scopes.has(scope))) {
-      const needed = rule.scopes.join(' ');
-      throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed}.`, {
-        'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${needed}"`,
+    // A client's own token on a route that acts for a person first: no scope would let it in, so it is not told
+    // to ask for one (insufficient_scope would send it round for the same scopes again); its token is of the wrong
+    // kind for this route, which the challenge says.
+    if (principal.kind === 'client' && !rule.clientTokens) {
+      throw new HttpProblemError(403, 'user-token-required', USER_TOKEN_REQUIRED, {
+        'WWW-Authenticate': bearerChallenge({ error: 'invalid_token', error_description: USER_TOKEN_REQUIRED }),
       });
     }
-    if (principal.kind === 'client') {
-      if (!rule.clientTokens) {
-        throw new HttpProblemError(
-          403,
-          'user-token-required',
-          'This route acts for a signed-in user; a client-credentials token cannot call it.',
-        );
-      }
-      return true;
+    if (rule.scopes.some((scope) => !principal.scopes.has(scope))) {
+      // Every scope the route needs, not only the missing ones (RFC 6750 3.1): a client stepping up asks for these
+      // together with what it already holds (the MCP authorization spec's scope challenge handling).
+      const needed = rule.scopes.join(' ');
+      throw new HttpProblemError(403, 'insufficient-scope', `This request needs the scope ${needed}.`, {
+        'WWW-Authenticate': bearerChallenge({ error: 'insufficient_scope', scope: needed }),
+      });
     }
+    if (principal.kind === 'client') return true;
     if (rule.roles) await this.checkRole(principal, rule.roles);
     return true;
   }
@@ -151,15 +155,17 @@ export class BearerAuthGuard implements CanActivate {
 function failure(challenge: unknown, status: number | undefined): HttpProblemError {
   if (status === 400) {
     return new HttpProblemError(400, 'invalid-request', 'The Authorization header is malformed, or the token was sent more than one way.', {
-      'WWW-Authenticate': 'Bearer error="invalid_request"',
+      'WWW-Authenticate': bearerChallenge({ error: 'invalid_request' }),
     });
   }
   if (typeof challenge === 'string' && challenge.includes('error="invalid_token"')) {
     return invalidToken('The access token is invalid, expired or revoked.');
   }
-  return new HttpProblemError(401, 'unauthorized', 'An access token is required.', { 'WWW-Authenticate': 'Bearer realm="api"' });
+  return new HttpProblemError(401, 'unauthorized', 'An access token is required.', {
+    'WWW-Authenticate': bearerChallenge({ realm: 'api' }),
+  });
 }
 
 function invalidToken(detail: string): HttpProblemError {
-  return new HttpProblemError(401, 'invalid-token', detail, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+  return new HttpProblemError(401, 'invalid-token', detail, { 'WWW-Authenticate': bearerChallenge({ error: 'invalid_token' }) });
 }

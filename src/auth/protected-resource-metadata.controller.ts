@@ -5,7 +5,7 @@ import { ApiProblems } from '../common/openapi';
 import { NoQueryParams } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { Public } from './auth.decorators';
-import { allScopes } from './scopes';
+import { resourceScopes } from './scopes';
 
 export interface ProtectedResourceMetadata {
   resource: string;
@@ -17,8 +17,9 @@ export interface ProtectedResourceMetadata {
 
 /**
  * RFC 9728 protected-resource metadata of the resource API: its identifier (the `aud` its tokens must carry,
- * `AUDIENCE`), the authorization server that issues them (this service's issuer), the scopes its routes take and
- * how a token is sent (the `Authorization` header only). Every Bearer challenge of the API points here.
+ * `AUDIENCE`), the authorization server that issues them (this service's issuer), the scopes its routes take (not
+ * `offline_access`, which only the authorization server's metadata lists) and how a token is sent (the
+ * `Authorization` header only). Every Bearer challenge of the API points here.
  */
 @Public()
 @ApiProblems(400, 404)
@@ -50,7 +51,7 @@ export class ProtectedResourceMetadataController {
     return {
       resource: this.config.audience,
       authorization_servers: [this.config.issuer],
-      scopes_supported: allScopes(),
+      scopes_supported: resourceScopes(),
       bearer_methods_supported: ['header'],
       resource_documentation: `${this.config.issuer}/docs`,
     };

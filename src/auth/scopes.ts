@@ -31,6 +31,17 @@ export function allScopes(): Scope[] {
   return [...registry.keys()];
 }
 
+/**
+ * Scopes that ask the authorization server for something rather than grant access to a resource
+ * (`offline_access`: a refresh token). They are in the authorization server's metadata, not the resource's.
+ */
+const AUTHORIZATION_SERVER_SCOPES: ReadonlySet<Scope> = new Set(['offline_access']);
+
+/** The scopes a resource's routes can take: every defined scope but the authorization server's own (RFC 9728 2). */
+export function resourceScopes(): Scope[] {
+  return allScopes().filter((scope) => !AUTHORIZATION_SERVER_SCOPES.has(scope));
+}
+
 export function isScope(value: string): boolean {
   return registry.has(value);
 }

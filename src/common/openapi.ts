@@ -44,7 +44,7 @@ export class ProblemResponseDto {
 const DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input (unknown or malformed field, parameter or id), or a malformed bearer request',
   401: 'No, invalid, expired or revoked access token',
-  403: 'Missing scope (WWW-Authenticate names it), or a route for administrators only',
+  403: 'Missing scope (WWW-Authenticate names every scope the route needs), a client-credentials token on a route for people, or a route for administrators only',
   404: 'No such resource, or one that belongs to another user',
   409: 'Conflict (e.g. the email is taken)',
   413: 'Body larger than 100 kB',

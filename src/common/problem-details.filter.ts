@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger,
 import type { Request, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { allowedMethods } from './allowed-methods';
+import { withResourceMetadata } from './bearer-challenge';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
 import { isDatabaseUnavailable } from './database-errors';
 import { JsonTooDeepError } from './json-body';
@@ -50,10 +51,10 @@ const BODY_PARSER_DETAIL: Record<string | number, string> = {
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
   /** Added to every Bearer challenge (RFC 9728 5.1): a client meeting one finds the authorization server itself. */
-  private readonly resourceMetadata: string;
+  private readonly resourceMetadataUrl: string;
 
   constructor(config: AppConfig) {
-    this.resourceMetadata = `resource_metadata="${config.resourceMetadataUrl}"`;
+    this.resourceMetadataUrl = config.resourceMetadataUrl;
   }
 
   catch(exception: unknown, host: ArgumentsHost): void {
@@ -76,7 +77,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       return;
     }
     const challenge = headers['WWW-Authenticate'];
-    if (challenge?.startsWith('Bearer ')) headers['WWW-Authenticate'] = `${challenge}, ${this.resourceMetadata}`;
+    if (challenge !== undefined) headers['WWW-Authenticate'] = withResourceMetadata(challenge, this.resourceMetadataUrl);
     sendProblem(res, problem(status, detail, instance, code, errors), headers);
   }
 

@@ -129,8 +129,11 @@ export class AuthorizeController {
       return;
     }
     const requested = request.scope.split(' ');
-    const { consented } = session;
-    if (!forceConsent && (request.client.trusted || !consented || requested.every((s) => consented.has(s)))) {
+    const consented = session.consented ?? new Set<string>();
+    // Step-up: what the person allowed this client before is not asked again; prompt=consent asks for everything.
+    // A trusted client (here because of an id_token_hint) is asked nothing unless prompt=consent.
+    const asked = forceConsent ? requested : request.client.trusted ? [] : requested.filter((s) => !consented.has(s));
+    if (asked.length === 0) {
       await this.redirectWithCode(req, res, request, session, 302);
       return;
     }
@@ -138,13 +141,16 @@ export class AuthorizeController {
       this.interactionRequired(res, request, 'consent_required', 'The user has not allowed this client these scopes.');
       return;
     }
+    const view = (name: string) => ({ name, description: scopeDescription(name) });
     sendHtml(
       res,
       200,
       this.pages.consent({
         clientName: request.client.name,
-        scopes: requested.map((name) => ({ name, description: scopeDescription(name) })),
+        scopes: asked.map(view),
+        alreadyAllowed: requested.filter((s) => !asked.includes(s)).map(view),
         csrf: session.csrfToken,
+        // The whole request is approved: the code carries every requested scope, the consent grows by the new ones.
         params: { ...request.params, scope: request.scope },
       }),
     );

@@ -1,39 +1,66 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { sql } from '../database/sql';
-import { Consent } from './entities/consent.entity';
+import { SqlRunner, sql } from '../database/sql';
 
-const UPSERT_CONSENT = sql`
+const FIND_CONSENT = sql`SELECT scope FROM consents WHERE user_id = :userId AND client_id = :clientId`;
+const INSERT_CONSENT = sql`
   INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (:userId, :clientId, :scope, :now)
-  ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, updated_at = excluded.updated_at`;
+  ON CONFLICT (user_id, client_id) DO NOTHING`;
+/** Grows the consent only if it is still what was read: the affected-row count says whether another request came between. */
+const GROW_CONSENT = sql`
+  UPDATE consents SET scope = :scope, updated_at = :now WHERE user_id = :userId AND client_id = :clientId AND scope = :previous`;
+/** Two requests of the same person for the same client racing on this many reads in a row is not a real case. */
+const MAX_ATTEMPTS = 5;
 
-/** The scopes each user has granted to each client, so that a repeated request skips the consent page. */
+export function scopeList(scope: string | null | undefined): string[] {
+  return (scope ?? '').split(' ').filter(Boolean);
+}
+
+/**
+ * The scopes each user has granted each client: one row per person and client, so that a repeated request skips
+ * the consent page, and a request for more (step-up) asks only for what is new and grows that one row.
+ */
 @Injectable()
 export class ConsentService {
   constructor(
-    @InjectRepository(Consent) private readonly consents: Repository<Consent>,
+    private readonly db: SqlRunner,
     private readonly audit: AuditService,
   ) {}
 
-  async consentedScopes(userId: string, clientId: string): Promise<Set<string>> {
-    const row = await this.consents.findOne({ where: { userId, clientId } });
-    return new Set(row ? row.scope.split(' ').filter(Boolean) : []);
-  }
-
-  /** Adds `scope` to what the user granted the client, with its `consent.granted` event. */
+  /**
+   * Adds `scope` to what the user granted the client, with its `consent.granted` event (`details.added`: the
+   * scopes new to the consent). The consent only grows here. The grants (token families) issued under the
+   * narrower consent before are left as they are, each with the scope it was issued with: the step-up's code starts
+   * a family of its own, because the client may still be using the old one elsewhere (another device or process),
+   * a refresh never widens a family, and a step-up abandoned after this point must not have cut anything off.
+   * Read, then written only if unchanged, so that two approvals at once on two instances both end in the union.
+   */
   async record(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
-    const merged = await this.consentedScopes(userId, clientId);
-    for (const s of scope.split(' ')) if (s) merged.add(s);
-    const by = { actor: `user:${userId}` as const, context };
-    await this.audit.recorded({ type: 'consent.granted', userId, clientId, details: { scope } }, by, [
-      { statement: UPSERT_CONSENT, params: { userId, clientId, scope: [...merged].join(' '), now: Date.now() } },
-    ]);
+    const requested = scopeList(scope);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const row = await this.db.one<{ scope: string }>(FIND_CONSENT, { userId, clientId });
+      const previous = scopeList(row?.scope);
+      const added = requested.filter((s) => !previous.includes(s));
+      const merged = [...previous, ...added].join(' ');
+      const event = AuditService.event(
+        { type: 'consent.granted', actor: `user:${userId}`, userId, clientId, details: { scope, added: added.join(' ') } },
+        context,
+      );
+      const params = { userId, clientId, scope: merged, previous: row?.scope ?? null, now: event.at };
+      const [changed] = await this.db.atomic([
+        { statement: row ? GROW_CONSENT : INSERT_CONSENT, params },
+        AuditService.writeOf(event, { onlyIfChanged: true }),
+      ]);
+      if (changed) {
+        this.audit.log(event);
+        return;
+      }
+    }
+    throw new Error('the consent kept changing while it was being recorded');
   }
 
-  /** The user said no: only the event. */
+  /** The user said no: only the event. What they granted before stays as it was. */
   async deny(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
     await this.audit.record({ type: 'consent.denied', actor: `user:${userId}`, userId, clientId, details: { scope } }, context);
   }

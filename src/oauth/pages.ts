@@ -21,7 +21,7 @@ button{font:inherit;font-weight:600;padding:.7rem 1rem;border-radius:8px;border:
 button.secondary{background:transparent;color:var(--fg);border-color:var(--line)}
 .actions{display:flex;flex-wrap:wrap;gap:0 .75rem}.actions button{flex:1 1 auto;white-space:nowrap}
 .error{color:var(--danger);border:1px solid var(--danger);border-radius:8px;padding:.6rem .75rem;margin:0 0 1rem}
-ul.scopes{padding-left:1.1rem;margin:.5rem 0 0}ul.scopes li{margin:.35rem 0}code{font-size:.9em;word-break:break-all}
+ul.scopes{padding-left:1.1rem;margin:.5rem 0 0}ul.scopes li{margin:.35rem 0}p.granted{margin:1.25rem 0 0}ul.granted{color:var(--muted)}code{font-size:.9em;word-break:break-all}
 footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
 .apps{list-style:none;padding:0;margin:0}.apps>li{margin:0 0 1rem}
 h2{font-size:1.1rem;margin:0;overflow-wrap:anywhere}
@@ -74,7 +74,10 @@ export interface LoginPageView {
 
 export interface ConsentPageView {
   clientName: string;
+  /** The scopes the person is asked for: new to this client, or all the request names with prompt=consent. */
   scopes: { name: string; description: string }[];
+  /** Scopes of the request the person allowed this client before (step-up): named, not asked again. */
+  alreadyAllowed?: { name: string; description: string }[];
   csrf: string;
   /** The authorization request's parameters, carried back as hidden fields. */
   params: Record<string, string | undefined>;
@@ -136,18 +139,26 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
 
   /** The consent form: posts the request's parameters, `csrf` and `decision=allow|deny` to `/authorize/consent`. */
   consent(opts: ConsentPageView): string {
-    const items = opts.scopes
-      .map((s) => `<li><strong>${escapeHtml(s.description)}</strong><br><code>${escapeHtml(s.name)}</code></li>`)
-      .join('');
+    const list = (scopes: { name: string; description: string }[]) =>
+      scopes.map((s) => `<li><strong>${escapeHtml(s.description)}</strong><br><code>${escapeHtml(s.name)}</code></li>`).join('');
     const fields = Object.entries(opts.params)
       .map(([k, v]) => hidden(k, v))
       .join('');
+    const name = escapeHtml(opts.clientName);
+    const before = opts.alreadyAllowed ?? [];
+    const asked = before.length
+      ? `<h1>${name} wants more access to your account</h1>
+<p class="lead">If you allow it, <strong>${name}</strong> will also be able to:</p>
+<ul class="scopes">${list(opts.scopes)}</ul>
+<p class="lead granted">You allowed it before to:</p>
+<ul class="scopes granted">${list(before)}</ul>`
+      : `<h1>${name} wants access to your account</h1>
+<p class="lead">If you allow it, <strong>${name}</strong> will be able to:</p>
+<ul class="scopes">${list(opts.scopes)}</ul>`;
     return this.document(
       `Allow ${opts.clientName}?`,
       `<div class="card">
-<h1>${escapeHtml(opts.clientName)} wants access to your account</h1>
-<p class="lead">If you allow it, <strong>${escapeHtml(opts.clientName)}</strong> will be able to:</p>
-<ul class="scopes">${items}</ul>
+${asked}
 <form method="post" action="/authorize/consent">
 ${fields}${hidden('csrf', opts.csrf)}
 <div class="actions">

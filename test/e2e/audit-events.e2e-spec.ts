@@ -80,7 +80,9 @@ describe('audit events (one row and one log line per security event, GET /admin/
       client_id: null,
       request_id: signIn.headers['x-request-id'],
     });
-    expect(consent).toMatchObject({ actor: `user:${user.id}`, client_id: client.client_id, details: { scope: 'users:read' } });
+    expect(consent).toMatchObject({ actor: `user:${user.id}`, client_id: client.client_id });
+    // The scope approved, and what it added to the person's consent for the client (all of it, the first time).
+    expect(consent.details).toEqual({ scope: 'users:read', added: 'users:read' });
     expect(issued).toMatchObject({ actor: `user:${user.id}`, client_id: client.client_id, details: { scope: 'users:read' } });
     expect(redeemedEvent).toMatchObject({
       actor: `client:${client.client_id}`,

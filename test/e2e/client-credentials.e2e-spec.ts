@@ -193,6 +193,8 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
         const res = await attempt.set(...bearer(access));
         expect(res.status, `attempt ${i}`).toBe(403);
         expect(res.body.type).toBe('urn:problem-type:user-token-required');
+        // A Bearer challenge that does not send the client round for scopes: none would make this token acceptable.
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, `error="invalid_token", error_description="${res.body.detail}"`));
       }
       // Nothing was changed.
       const self = await t

@@ -27,7 +27,9 @@ describe('protected-resource metadata (RFC 9728)', () => {
     expect(res.body.resource).toBe('https://api.example.com');
     expect(res.body.authorization_servers).toEqual(['https://auth.example.com']);
     expect(res.body.bearer_methods_supported).toEqual(['header']);
-    expect([...res.body.scopes_supported].sort()).toEqual([...ALL_SCOPES].sort());
+    // The resource's scopes: every defined scope but offline_access, an authorization-server scope (a refresh token).
+    expect([...res.body.scopes_supported].sort()).toEqual(ALL_SCOPES.filter((s) => s !== 'offline_access').sort());
+    expect(res.body.scopes_supported).not.toContain('offline_access');
     expect(res.body.resource_documentation).toBe('https://auth.example.com/docs');
   });
 

@@ -1,0 +1,34 @@
+/** The auth-params of a Bearer challenge (RFC 6750 3), written in this order. */
+export interface BearerChallengeParams {
+  realm?: string;
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  error_description?: string;
+  /** Space-separated scopes (RFC 6750 3: the scope the request needs). */
+  scope?: string;
+  /** The protected-resource metadata URL (RFC 9728 5.1). */
+  resource_metadata?: string;
+}
+
+const ORDER: (keyof BearerChallengeParams)[] = ['realm', 'error', 'error_description', 'scope', 'resource_metadata'];
+
+/** An auth-param value as a quoted-string (RFC 9110 11.2, 5.6.4): `"` and `\` escaped. */
+export function quotedString(value: string): string {
+  return `"${value.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+}
+
+/**
+ * The `WWW-Authenticate` value of a Bearer challenge of the resource API. Every challenge is built here: the guard
+ * and the domain errors write theirs without `resource_metadata`, which the problem+json filter adds to each with
+ * {@link withResourceMetadata}, so that a 401, a 400 and a 403 all name the same metadata URL.
+ */
+export function bearerChallenge(params: BearerChallengeParams): string {
+  const pairs = ORDER.filter((name) => params[name] !== undefined).map((name) => `${name}=${quotedString(params[name]!)}`);
+  return pairs.length ? `Bearer ${pairs.join(', ')}` : 'Bearer';
+}
+
+/** A Bearer challenge with the protected-resource metadata URL added last (RFC 9728 5.1); other schemes unchanged. */
+export function withResourceMetadata(challenge: string, metadataUrl: string): string {
+  if (challenge === 'Bearer') return bearerChallenge({ resource_metadata: metadataUrl });
+  if (!challenge.startsWith('Bearer ')) return challenge;
+  return `${challenge}, resource_metadata=${quotedString(metadataUrl)}`;
+}
