@@ -19,7 +19,7 @@ input[type=email],input[type=password]{width:100%;padding:.65rem .75rem;font:inh
 input:focus,button:focus{outline:3px solid color-mix(in srgb,var(--accent) 40%,transparent);outline-offset:1px}
 button{font:inherit;font-weight:600;padding:.7rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;width:100%;margin-top:1.25rem}
 button.secondary{background:transparent;color:var(--fg);border-color:var(--line)}
-.actions{display:flex;flex-wrap:wrap;gap:0 .75rem}.actions button{flex:1 1 auto;white-space:nowrap}
+.actions{display:flex;flex-wrap:wrap;gap:0 .75rem}.actions button{flex:1 1 0;min-width:max-content}
 .error{color:var(--danger);border:1px solid var(--danger);border-radius:8px;padding:.6rem .75rem;margin:0 0 1rem}
 ul.scopes{padding-left:1.1rem;margin:.5rem 0 0}ul.scopes li{margin:.35rem 0}p.granted{margin:1.25rem 0 0}ul.granted{color:var(--muted)}code{font-size:.9em;word-break:break-all}
 footer{color:var(--muted);font-size:.85rem;text-align:center;margin-top:1rem}
