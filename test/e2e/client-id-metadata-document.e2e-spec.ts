@@ -404,6 +404,18 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
     expect(server.count(slow.path)).toBe(1);
   });
 
+  it('verifies the certificate: without the CA setting the same document is refused', async () => {
+    const doc = server.document((url) => metadata(url));
+    const strict = await createTestApp({ CIMD_ALLOWED_HOSTS: 'localhost' });
+    try {
+      const { browser: other } = await signedIn(strict);
+      expectErrorPage(await other.get(authorizeUrl(doc.url)), 'the connection failed (UNABLE_TO_VERIFY_LEAF_SIGNATURE)');
+      expect((await browser.get(authorizeUrl(doc.url))).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('keeps URL clients out of the admin API (not listed, not found by id)', async () => {
     const doc = server.document((url) => metadata(url));
     expect((await browser.get(authorizeUrl(doc.url))).status).toBe(200);

@@ -1,8 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { IncomingMessage } from 'node:http';
-import { request } from 'node:https';
+import { type RequestOptions, request } from 'node:https';
 import { type LookupFunction, isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import { type SecureContext, createSecureContext, rootCertificates } from 'node:tls';
 import { Injectable } from '@nestjs/common';
 import type { HostPolicy } from './host-policy';
 import { isPublicAddress } from './special-addresses';
@@ -121,7 +121,8 @@ function cacheControl(header: string | undefined): Pick<RemoteJson, 'maxAge' | '
 @Injectable()
 export class SafeFetcher {
   private inFlight = 0;
-  private readonly trustStores = new Map<string, string[]>();
+  /** Per extra CA: the TLS context trusting it and Node's roots, built once (parsing the roots costs about 20 ms). */
+  private readonly trustStores = new Map<string, SecureContext>();
   /** How host names are resolved (the system's resolver; a test may put another in). */
   protected resolve: Resolver = systemResolver;
 
@@ -161,18 +162,20 @@ export class SafeFetcher {
       if (opts.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, addresses);
       else callback(null, addresses[0].address, addresses[0].family);
     };
+    // tls.connect takes a prepared `secureContext` (the types of https.request do not list it).
+    const requestOptions: RequestOptions & { secureContext?: SecureContext } = {
+      host,
+      port: url.port || 443,
+      path: `${url.pathname}${url.search}`,
+      method: 'GET',
+      headers: { Accept: 'application/json', 'User-Agent': 'oauth-resource-service' },
+      lookup,
+      agent: false,
+      secureContext: options.ca ? this.trustStore(options.ca) : undefined,
+      signal,
+    };
     return new Promise<RemoteJson>((resolve, reject) => {
-      const req = request({
-        host,
-        port: url.port || 443,
-        path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers: { Accept: 'application/json', 'User-Agent': 'oauth-resource-service' },
-        lookup,
-        agent: false,
-        ca: options.ca ? this.trustStore(options.ca) : undefined,
-        signal,
-      });
+      const req = request(requestOptions);
       const fail = (error: SafeFetchError) => {
         reject(error);
         req.destroy();
@@ -215,10 +218,10 @@ export class SafeFetcher {
     });
   }
 
-  private trustStore(ca: string): string[] {
+  private trustStore(ca: string): SecureContext {
     let store = this.trustStores.get(ca);
     if (!store) {
-      store = [...rootCertificates, ca];
+      store = createSecureContext({ ca: [...rootCertificates, ca] });
       this.trustStores.set(ca, store);
     }
     return store;
