@@ -18,13 +18,13 @@ export class AuditEvent {
   @Column({ type: 'varchar', length: 40 })
   type: string;
 
-  @Column({ type: 'varchar', length: 80 })
+  @Column({ type: 'varchar', length: 300 })
   actor: string;
 
   @Column({ type: 'varchar', length: 36, nullable: true })
   userId: string | null;
 
-  @Column({ type: 'varchar', length: 64, nullable: true })
+  @Column({ type: 'varchar', length: 255, nullable: true })
   clientId: string | null;
 
   @Column({ type: 'varchar', length: 64, nullable: true })

@@ -53,7 +53,7 @@ export class AdminClientsController {
   @ApiOkResponse({ description: 'The client (never its secret)' })
   @ApiProblems(404)
   async get(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<ClientView> {
-    const client = await this.clients.find(clientId);
+    const client = await this.clients.findRegistered(clientId);
     if (!client) throw new DomainError(ClientsError.NotFound, 'There is no client with this id.');
     return ClientsService.view(client);
   }
@@ -129,7 +129,7 @@ export class AdminClientsController {
   @ApiNoContentResponse({ description: 'Deleted with its grants, codes, refresh tokens and consents; its access tokens stop working' })
   @ApiProblems(404)
   async delete(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown, @AuditedBy() by: AuditBy): Promise<void> {
-    if (!(await this.clients.find(clientId))) throw new DomainError(ClientsError.NotFound, 'There is no client with this id.');
+    if (!(await this.clients.findRegistered(clientId))) throw new DomainError(ClientsError.NotFound, 'There is no client with this id.');
     await this.lifecycle.revokeClientGrants(clientId);
     await this.clients.remove(clientId, by);
   }

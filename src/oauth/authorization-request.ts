@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { ClientsService } from './clients.service';
+import { type AuditContext, NO_REQUEST } from '../audit/audit-events';
+import { ClientsService, choseOwnRedirectUris } from './clients.service';
+import { isClientIdUrl } from './cimd/client-id-url';
+import { ClientMetadataDocuments, ClientMetadataError } from './cimd/client-metadata.service';
 import { IdTokenHints } from './id-token-hints';
 import { OidcScope, usableLoginHint } from './oidc.scopes';
 import type { Client } from './entities/client.entity';
@@ -45,7 +48,7 @@ export type AuthorizationRequestResult =
   | { kind: 'fatal'; message: string }
   /**
    * An error the client learns of through its redirect URI. `selfRegistered`: the client registered itself (RFC
-   * 7591), so its redirect URI is anyone's choice: before the person has seen a page, such an error is shown,
+   * 7591) or is identified by its metadata document's URL, so its redirect URI is anyone's choice: before the person has seen a page, such an error is shown,
    * not redirected (RFC 9700 4.11.2), so that the server is no open redirector.
    */
   | { kind: 'error'; redirectUri: string; error: string; description: string; state?: string; selfRegistered: boolean }
@@ -94,13 +97,25 @@ export class AuthorizationRequestValidator {
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
     private readonly resources: ResourceIndicators,
+    private readonly metadataDocuments: ClientMetadataDocuments,
     private readonly hints: IdTokenHints,
   ) {}
 
-  async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
+  /** `context`: the request's, for the audit event of a client ID metadata document seen for the first time. */
+  async validate(raw: RawParams, context: AuditContext = NO_REQUEST): Promise<AuthorizationRequestResult> {
     const clientId = single(raw.client_id);
     if (!clientId) return { kind: 'fatal', message: 'The request does not name a valid client (client_id).' };
-    const client = await this.clients.find(clientId);
+    let client: Client | undefined;
+    if (this.metadataDocuments.config.enabled && isClientIdUrl(clientId)) {
+      try {
+        client = await this.metadataDocuments.client(clientId, context);
+      } catch (error) {
+        if (!(error instanceof ClientMetadataError)) throw error;
+        return { kind: 'fatal', message: `The client's metadata document (client_id) cannot be used: ${error.message}.` };
+      }
+    } else {
+      client = await this.clients.find(clientId);
+    }
     if (!client) return { kind: 'fatal', message: 'The client (client_id) is not registered.' };
 
     const sentRedirect = single(raw.redirect_uri);
@@ -129,7 +144,7 @@ export class AuthorizationRequestValidator {
       error,
       description: safeDescription(description),
       state,
-      selfRegistered: client.registrationTokenHash !== null,
+      selfRegistered: choseOwnRedirectUris(client),
     });
 
     const params: Record<string, string | undefined> = {};

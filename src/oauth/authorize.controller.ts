@@ -8,9 +8,11 @@ import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NON
 import { scopeDescription } from '../auth/scopes';
 import { MAX_LOGIN_HINT_LENGTH } from './oidc.scopes';
 import { CodeGrantService, type CodeRequest } from './code-grant.service';
+import { choseOwnRedirectUris } from './clients.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
+import { isLoopbackRedirectUri } from './redirect-uris';
 import { safeEqual } from './secrets';
 import { type CurrentSession, SessionsService } from './sessions.service';
 
@@ -30,7 +32,13 @@ export class AuthorizeController {
 
   @Get()
   @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
-  @ApiQuery({ name: 'client_id', required: true, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'client_id',
+    required: true,
+    schema: { type: 'string', maxLength: 255 },
+    description:
+      "a registered client's id, or (client ID metadata documents) the https URL of the client's own metadata document, which is fetched and checked; the consent page then always shows",
+  })
   @ApiQuery({
     name: 'redirect_uri',
     required: false,
@@ -97,9 +105,12 @@ export class AuthorizeController {
     'With a live session and consent: to redirect_uri with code and state (or error and state); without a session: to /login',
   )
   @ApiHtml(200, 'The consent page (the client is not trusted and the scopes were not granted before)')
-  @ApiHtml(400, 'An unknown client or redirect URI: an error page, never a redirect')
+  @ApiHtml(
+    400,
+    'An unknown client or redirect URI, or a client ID URL whose metadata document cannot be fetched or used: an error page, never a redirect',
+  )
   async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const request = await this.validator.validate(req.query as Record<string, unknown>);
+    const request = await this.validator.validate(req.query as Record<string, unknown>, auditContextOf(req));
     if (request.kind === 'error' && request.selfRegistered) {
       sendHtml(res, 400, this.pages.error('Invalid authorization request', `${request.error}: ${request.description}`));
       return;
@@ -113,7 +124,9 @@ export class AuthorizeController {
     }
     // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
     const minAuthTime = request.maxAge === null ? 0 : Date.now() - request.maxAge * 1000;
-    const forceConsent = prompt.has('consent');
+    // A client known only by its metadata document's URL is asked about every time: what that URL serves may have
+    // changed hands since the person last allowed it.
+    const forceConsent = prompt.has('consent') || request.client.metadataDocument !== null;
     if (request.client.trusted && !forceConsent && request.hintedUser === null) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
@@ -152,6 +165,15 @@ export class AuthorizeController {
         csrf: session.csrfToken,
         // The whole request is approved: the code carries every requested scope, the consent grows by the new ones.
         params: { ...request.params, scope: request.scope },
+        ...(request.client.metadataDocument !== null
+          ? {
+              metadataDocument: {
+                documentHost: new URL(request.client.id).host,
+                redirectHost: new URL(request.redirectUri).host,
+                loopbackOnly: request.client.redirectUris.every((uri) => isLoopbackRedirectUri(uri)),
+              },
+            }
+          : {}),
       }),
     );
   }
@@ -184,7 +206,7 @@ export class AuthorizeController {
       sendHtml(res, 403, this.pages.error('Request refused', 'The consent form is not valid any more. Start again.'));
       return;
     }
-    const request = await this.validator.validate(params);
+    const request = await this.validator.validate(params, auditContextOf(req));
     if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
     if (decision === 'allow') {
       await this.consents.record(session.userId, request.client.id, request.scope, auditContextOf(req));
@@ -239,7 +261,7 @@ export class AuthorizeController {
    * before the person has seen a page (RFC 9700 4.11.2).
    */
   private interactionRequired(res: Response, request: ValidRequest, error: string, description: string): void {
-    if (request.client.registrationTokenHash !== null) {
+    if (choseOwnRedirectUris(request.client)) {
       sendHtml(res, 400, this.pages.error('Invalid authorization request', `${error}: ${description}`));
       return;
     }

@@ -2,7 +2,7 @@ import { type AuditBy, type AuditContext, BY_SYSTEM } from '../audit/audit-event
 import { AuditService } from '../audit/audit.service';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import { IsNull, type Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
 import type { Page } from '../common/pagination';
 import type { Write } from '../database/sql';
@@ -11,6 +11,8 @@ import { Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
+import { isClientIdUrl } from './cimd/client-id-url';
+import { ClientMetadataConfig } from './cimd/client-metadata.config';
 
 export interface CreateClientInput {
   name: string;
@@ -167,11 +169,29 @@ function checkedScope(scope: string): string {
 }
 
 /**
- * Whether a value could be a client id (at most 64 characters, no control characters): anything else is refused
- * before a query (which also keeps NUL, which PostgreSQL rejects, away from it).
+ * Whether a value could be the id of a registered client (at most 64 characters, no control characters): anything
+ * else is refused before a query (which also keeps NUL, which PostgreSQL rejects, away from it).
+ */
+export function isRegisteredClientId(value: string): boolean {
+  return value.length > 0 && value.length <= 64 && !CONTROL_CHARACTER.test(value);
+}
+
+/**
+ * Whether a value could be a client id at the protocol endpoints and on the person's own pages: a registered
+ * client's, or a client ID URL (the URL of the client's metadata document). The operator's tools (admin API,
+ * command line) take registered ids only.
  */
 export function isClientId(value: string): boolean {
-  return value.length > 0 && value.length <= 64 && !CONTROL_CHARACTER.test(value);
+  return isRegisteredClientId(value) || isClientIdUrl(value);
+}
+
+/**
+ * Whether the client chose its redirect URIs itself (it registered itself, RFC 7591, or is identified by its
+ * metadata document's URL): they are anyone's choice, so an error before the person has seen a page is shown to
+ * them rather than redirected there, and no consent is taken for granted.
+ */
+export function choseOwnRedirectUris(client: Pick<Client, 'registrationTokenHash' | 'metadataDocument'>): boolean {
+  return client.registrationTokenHash !== null || client.metadataDocument !== null;
 }
 
 const FAILURE_EVENTS_PER_MINUTE = 10;
@@ -221,6 +241,7 @@ export class ClientsService {
   constructor(
     @InjectRepository(Client) private readonly clients: Repository<Client>,
     private readonly audit: AuditService,
+    private readonly metadataDocuments: ClientMetadataConfig,
   ) {}
 
   async create(input: CreateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
@@ -266,8 +287,8 @@ export class ClientsService {
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     // The stored row, not this instance's cached copy (another instance may have changed it a moment ago).
-    const found = isClientId(clientId) ? await this.clients.findOne({ where: { id: clientId } }) : null;
-    if (!found) throw new InvalidClientInputError(`no client with id "${clientId}"`);
+    const found = isRegisteredClientId(clientId) ? await this.clients.findOne({ where: { id: clientId } }) : null;
+    if (!found || found.metadataDocument !== null) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
     if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined) {
       throw new InvalidClientInputError('give --scope, --redirect-uri and/or --post-logout-redirect-uri to change');
@@ -319,15 +340,23 @@ export class ClientsService {
     return { ...found, ...changes };
   }
 
-  /** A page of the registered clients, oldest first (ties by id), as the admin API shows them. */
+  /**
+   * A page of the registered clients, oldest first (ties by id), as the admin API shows them (not the rows that
+   * mirror clients' metadata documents: nobody registered those).
+   */
   async list(limit: number, offset: number): Promise<Page<ClientView>> {
-    const [rows, total] = await this.clients.findAndCount({ order: { createdAt: 'ASC', id: 'ASC' }, take: limit, skip: offset });
+    const [rows, total] = await this.clients.findAndCount({
+      where: { metadataDocument: IsNull() },
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: limit,
+      skip: offset,
+    });
     return { data: rows.map((client) => ClientsService.view(client)), page: { limit, offset, total } };
   }
 
   /** A new secret for a confidential client, shown once; the old one stops working at once on this instance. */
   async rotateSecret(clientId: string, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
-    const client = await this.find(clientId);
+    const client = await this.findRegistered(clientId);
     if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     if (client.isPublic) throw new InvalidClientInputError('a public client has no secret');
     const secret = randomSecret(32);
@@ -366,9 +395,29 @@ export class ClientsService {
     };
   }
 
-  /** The registered client, from this instance's short-lived cache when it has it. Callers must not change it. */
+  /**
+   * A client registered by an operator or by itself (RFC 7591), never one identified by its metadata document's
+   * URL: what the operator's tools act on.
+   */
+  async findRegistered(clientId: string): Promise<Readonly<Client> | undefined> {
+    if (!isRegisteredClientId(clientId)) return undefined;
+    const client = await this.find(clientId);
+    return client?.metadataDocument === null ? client : undefined;
+  }
+
+  /** Drops this instance's cached copy of a client (its row changed). */
+  forget(clientId: string): void {
+    this.cache.delete(clientId);
+  }
+
+  /**
+   * The client, from this instance's short-lived cache when it has it. Callers must not change it. A client ID URL
+   * finds the row mirroring its metadata document (while such documents are on); /authorize goes through
+   * `ClientMetadataDocuments` instead, which fetches the document.
+   */
   async find(clientId: string): Promise<Readonly<Client> | undefined> {
     if (!isClientId(clientId)) return undefined;
+    if (!this.metadataDocuments.enabled && isClientIdUrl(clientId)) return undefined;
     const now = Date.now();
     const cached = this.cache.get(clientId);
     if (cached && cached.until > now) return cached.client;

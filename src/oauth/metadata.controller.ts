@@ -7,6 +7,7 @@ import { allScopes } from '../auth/scopes';
 import { GRANT_TYPES } from './entities/client.entity';
 import { SCOPE_CLAIMS } from './oidc.scopes';
 import { RegistrationService } from './registration.service';
+import { ClientMetadataConfig } from './cimd/client-metadata.config';
 
 /** The claims of the ID token and of UserInfo (by scope). */
 const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'at_hash', ...Object.values(SCOPE_CLAIMS).flat()];
@@ -23,6 +24,7 @@ export class MetadataController {
   constructor(
     private readonly config: AppConfig,
     private readonly registration: RegistrationService,
+    private readonly metadataDocuments: ClientMetadataConfig,
   ) {}
 
   @Get('oauth-authorization-server')
@@ -56,6 +58,8 @@ export class MetadataController {
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
+      // draft-ietf-oauth-client-id-metadata-document: an https URL of the client's own metadata document as client_id.
+      ...(this.metadataDocuments.enabled ? { client_id_metadata_document_supported: true } : {}),
       // OpenID Connect Discovery 1.0, section 3.
       userinfo_endpoint: `${issuer}/userinfo`,
       // OpenID Connect RP-Initiated Logout 1.0, section 2.1.

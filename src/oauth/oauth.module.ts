@@ -45,6 +45,9 @@ import { ClientCredentialsGrantService } from './client-credentials-grant.servic
 import { TokenIssuer } from './token-issuer.service';
 import { UserInfoController } from './userinfo.controller';
 import { UserInfoService } from './userinfo.service';
+import { SafeFetchModule } from '../common/safe-fetch/safe-fetch.module';
+import { ClientMetadataConfig } from './cimd/client-metadata.config';
+import { ClientMetadataDocuments } from './cimd/client-metadata.service';
 
 const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
 
@@ -59,6 +62,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     TypeOrmModule.forFeature([Client, Session, AuthorizationCode, Grant, RefreshToken, Consent]),
     oauthConfig,
     AppConfigModule.forFeature(RegistrationConfig),
+    AppConfigModule.forFeature(ClientMetadataConfig),
+    SafeFetchModule,
     JwtModule.register({}),
     AuthModule,
     AuditModule,
@@ -97,6 +102,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     IntrospectionService,
     RegistrationService,
     UserInfoService,
+    ClientMetadataDocuments,
     oauthPagesProvider,
   ],
   exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],

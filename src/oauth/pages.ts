@@ -81,6 +81,12 @@ export interface ConsentPageView {
   csrf: string;
   /** The authorization request's parameters, carried back as hidden fields. */
   params: Record<string, string | undefined>;
+  /**
+   * A client identified by the URL of its own metadata document (not registered here): the host serving that
+   * document, the host the browser goes back to, and whether every redirect URI it has is on the person's own
+   * machine (localhost or a loopback address).
+   */
+  metadataDocument?: { documentHost: string; redirectHost: string; loopbackOnly: boolean };
 }
 
 export interface LogoutPageView {
@@ -148,12 +154,12 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
     const before = opts.alreadyAllowed ?? [];
     const asked = before.length
       ? `<h1>${name} wants more access to your account</h1>
-<p class="lead">If you allow it, <strong>${name}</strong> will also be able to:</p>
+${this.unregisteredClient(opts)}<p class="lead">If you allow it, <strong>${name}</strong> will also be able to:</p>
 <ul class="scopes">${list(opts.scopes)}</ul>
 <p class="lead granted">You allowed it before to:</p>
 <ul class="scopes granted">${list(before)}</ul>`
       : `<h1>${name} wants access to your account</h1>
-<p class="lead">If you allow it, <strong>${name}</strong> will be able to:</p>
+${this.unregisteredClient(opts)}<p class="lead">If you allow it, <strong>${name}</strong> will be able to:</p>
 <ul class="scopes">${list(opts.scopes)}</ul>`;
     return this.document(
       `Allow ${opts.clientName}?`,
@@ -168,6 +174,22 @@ ${fields}${hidden('csrf', opts.csrf)}
 </form></div>
 <footer>You can revoke this access at any time.</footer>`,
     );
+  }
+
+  /**
+   * What the consent page says of a client that is not registered here but named by the URL of its metadata
+   * document: who publishes that name, where the person goes back to, and a warning for an application on their own
+   * machine (anyone can publish a document that names localhost).
+   */
+  protected unregisteredClient(opts: ConsentPageView): string {
+    const about = opts.metadataDocument;
+    if (!about) return '';
+    const local = about.loopbackOnly
+      ? `<p class="error" role="alert">This application runs on your own computer (its address is on localhost), so nothing here vouches for its name. Allow it only if you started it yourself just now.</p>
+`
+      : '';
+    return `<p class="lead">This application is not registered here. It describes itself in a document published by <strong>${escapeHtml(about.documentHost)}</strong>; after you decide, you go back to <strong>${escapeHtml(about.redirectHost)}</strong>.</p>
+${local}`;
   }
 
   /**

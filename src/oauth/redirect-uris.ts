@@ -18,3 +18,27 @@ export function isRegisteredRedirectUri(registered: readonly string[], presented
   const portless = loopbackWithoutPort(presented);
   return portless !== undefined && registered.some((uri) => loopbackWithoutPort(uri) === portless);
 }
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** Whether a redirect URI's host is the person's own machine (a loopback address or `localhost`). */
+export function isLoopbackRedirectUri(uri: string): boolean {
+  return URL.canParse(uri) && LOOPBACK_HOSTS.has(new URL(uri).hostname);
+}
+
+/**
+ * What is wrong with a redirect URI that a client states for itself rather than an operator (a client ID metadata
+ * document): it must be absolute, https or http on a loopback address, without fragment or credentials, and
+ * without spaces (stored space-free). Undefined when it is fine.
+ */
+export function selfAssertedRedirectUriProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !URL.canParse(value)) return 'a redirect URI is not an absolute URI';
+  const url = new URL(value);
+  if (value.includes('#')) return 'a redirect URI must not have a fragment';
+  if (/\s/.test(value)) return 'a redirect URI must not contain spaces';
+  const https = url.protocol === 'https:';
+  const loopback = url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  if (!https && !loopback) return 'a redirect URI must be https, or http on a loopback address';
+  if (url.username || url.password) return 'a redirect URI must not hold credentials';
+  return undefined;
+}

@@ -7,7 +7,8 @@ export type GrantType = (typeof GRANT_TYPES)[number];
 
 @Entity('clients')
 export class Client {
-  @PrimaryColumn({ type: 'varchar', length: 64 })
+  /** Random for a registered client; for a client ID metadata document, its https URL. */
+  @PrimaryColumn({ type: 'varchar', length: 255 })
   id: string;
 
   /** SHA-256 of the secret; null for public clients. */
@@ -85,4 +86,13 @@ export class Client {
 
   @EpochMsColumn()
   createdAt: number;
+
+  /**
+   * A client whose id is the URL of its client ID metadata document: the document (JSON) it was last seen with,
+   * which the row mirrors so that grants, consents and revocation work as for other clients. Null for every
+   * registered client. Such a client is never trusted, and its row is never read as its registration: /authorize
+   * uses the document as fetched.
+   */
+  @Column({ type: 'text', nullable: true })
+  metadataDocument: string | null;
 }

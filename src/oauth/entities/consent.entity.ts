@@ -7,7 +7,7 @@ export class Consent {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   userId: string;
 
-  @PrimaryColumn({ type: 'varchar', length: 64 })
+  @PrimaryColumn({ type: 'varchar', length: 255 })
   clientId: string;
 
   @Column({ type: 'text' })

@@ -10,7 +10,7 @@ export class Grant {
   @Column({ type: 'varchar', length: 36 })
   userId: string;
 
-  @Column({ type: 'varchar', length: 64 })
+  @Column({ type: 'varchar', length: 255 })
   clientId: string;
 
   @Column({ type: 'text' })

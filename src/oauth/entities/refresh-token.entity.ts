@@ -9,7 +9,7 @@ export class RefreshToken {
   @Column({ type: 'varchar', length: 36 })
   grantId: string;
 
-  @Column({ type: 'varchar', length: 64 })
+  @Column({ type: 'varchar', length: 255 })
   clientId: string;
 
   @Column({ type: 'varchar', length: 36 })

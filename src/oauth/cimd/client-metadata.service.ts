@@ -1,0 +1,134 @@
+import { Injectable } from '@nestjs/common';
+import type { AuditContext } from '../../audit/audit-events';
+import { AuditService } from '../../audit/audit.service';
+import { CachedFailure, RemoteCache } from '../../common/safe-fetch/remote-cache';
+import { SafeFetchError, SafeFetcher } from '../../common/safe-fetch/safe-fetcher';
+import { SqlRunner, sql } from '../../database/sql';
+import { ClientsService } from '../clients.service';
+import type { Client } from '../entities/client.entity';
+import { type ClientMetadata, InvalidMetadataDocumentError, clientMetadataOf } from './client-metadata-document';
+import { ClientMetadataConfig } from './client-metadata.config';
+
+/** A client ID URL whose document cannot be used; the message says why (shown on the error page). */
+export class ClientMetadataError extends CachedFailure {
+  override name = 'ClientMetadataError';
+}
+
+/** A URL client seen for the first time: its row. A registered client's row is never touched (ids never collide). */
+const INSERT_CLIENT = sql`
+  INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
+    post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, trusted, created_at, metadata_document)
+  VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :trusted, :now, :document)
+  ON CONFLICT (id) DO NOTHING`;
+/** A URL client whose document changed: its row follows. */
+const UPDATE_CLIENT = sql`
+  UPDATE clients SET name = :name, redirect_uris = :redirectUris, scope = :scope, is_public = :isPublic, grant_types = :grantTypes,
+    token_endpoint_auth_method = :authMethod, metadata_document = :document
+  WHERE id = :id AND metadata_document IS NOT NULL AND metadata_document <> :document`;
+
+/**
+ * Clients identified by the URL of their own metadata document (draft-ietf-oauth-client-id-metadata-document, what
+ * MCP clients use instead of registering): the document is fetched with {@link SafeFetcher} under the operator's
+ * host policy, checked, and mirrored in a `clients` row (so that codes, grants, consents and revocation work as for
+ * any client), each instance reusing a document as its `Cache-Control` allows within the configured floor and
+ * ceiling, and a failure for a few seconds. Such a client is public (or authenticates with its own keys), never
+ * trusted, and its redirect URIs are whatever its document says.
+ */
+@Injectable()
+export class ClientMetadataDocuments {
+  private readonly cache: RemoteCache<Readonly<Client>, AuditContext>;
+
+  constructor(
+    readonly config: ClientMetadataConfig,
+    private readonly fetcher: SafeFetcher,
+    private readonly clients: ClientsService,
+    private readonly db: SqlRunner,
+    private readonly audit: AuditService,
+  ) {
+    this.cache = new RemoteCache((url, context) => this.load(url, context));
+  }
+
+  /**
+   * The client a client ID URL stands for, from this instance's cache or fetched now; throws
+   * {@link ClientMetadataError} when its document cannot be had or used.
+   */
+  async client(url: string, context: AuditContext): Promise<Readonly<Client>> {
+    return this.cache.get(url, context);
+  }
+
+  private async load(url: string, context: AuditContext): Promise<{ value: Readonly<Client>; ttlMs: number }> {
+    const { cacheMinSeconds, cacheMaxSeconds, failureCacheSeconds } = this.config;
+    const failure = (message: string) => new ClientMetadataError(message, failureCacheSeconds * 1000);
+    let metadata: ClientMetadata;
+    let seconds: number;
+    try {
+      const fetched = await this.fetcher.json(url, this.config);
+      metadata = clientMetadataOf(url, fetched.body);
+      seconds = fetched.noStore ? cacheMinSeconds : Math.min(Math.max(fetched.maxAge ?? cacheMinSeconds, cacheMinSeconds), cacheMaxSeconds);
+    } catch (error) {
+      if (error instanceof SafeFetchError || error instanceof InvalidMetadataDocumentError) throw failure(error.message);
+      throw error;
+    }
+    const client = await this.stored(metadata, context);
+    return { value: Object.freeze(client), ttlMs: seconds * 1000 };
+  }
+
+  /** Writes the client's row when it is new or its document changed, with a `client.created` / `client.updated` event. */
+  private async stored(metadata: ClientMetadata, context: AuditContext): Promise<Client> {
+    const document = JSON.stringify({
+      client_id: metadata.clientId,
+      client_name: metadata.name,
+      redirect_uris: metadata.redirectUris,
+      scope: metadata.scope,
+      grant_types: metadata.grantTypes,
+      token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
+      ...(metadata.jwks ? { jwks: metadata.jwks } : {}),
+      ...(metadata.jwksUri ? { jwks_uri: metadata.jwksUri } : {}),
+    });
+    const now = Date.now();
+    const client: Client = {
+      id: metadata.clientId,
+      secretHash: null,
+      name: metadata.name,
+      redirectUris: metadata.redirectUris,
+      scope: metadata.scope,
+      isPublic: metadata.tokenEndpointAuthMethod === 'none',
+      grantTypes: metadata.grantTypes,
+      refreshGraceSeconds: 0,
+      resources: [],
+      postLogoutRedirectUris: [],
+      registrationTokenHash: null,
+      tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod === 'none' ? null : metadata.tokenEndpointAuthMethod,
+      trusted: false,
+      createdAt: now,
+      metadataDocument: document,
+    };
+    const params = {
+      id: client.id,
+      name: client.name,
+      redirectUris: JSON.stringify(client.redirectUris),
+      scope: client.scope,
+      isPublic: client.isPublic,
+      grantTypes: client.grantTypes.join(' '),
+      authMethod: client.tokenEndpointAuthMethod,
+      trusted: false,
+      now,
+      document,
+    };
+    const details = { via: 'client ID metadata document', host: new URL(client.id).host };
+    const created = AuditService.event({ type: 'client.created', actor: 'system', clientId: client.id, details }, context, now);
+    const updated = AuditService.event({ type: 'client.updated', actor: 'system', clientId: client.id, details }, context, now);
+    const [inserted, , changed] = await this.db.atomic([
+      { statement: INSERT_CLIENT, params },
+      AuditService.writeOf(created, { onlyIfChanged: true }),
+      { statement: UPDATE_CLIENT, params },
+      AuditService.writeOf(updated, { onlyIfChanged: true }),
+    ]);
+    if (inserted) this.audit.log(created);
+    if (changed) {
+      this.audit.log(updated);
+      this.clients.forget(client.id);
+    }
+    return client;
+  }
+}
