@@ -35,14 +35,13 @@ export class AccessTokenVerifier {
     const cached = this.cache.get(token);
     // A token stays cached until it expires, unless its key leaves the JWKS first (retired and past its time).
     if (cached && cached.validUntilMs > now && this.keys.isPublished(cached.kid)) {
-      if (this.revocations.isRevoked(cached.principal.grantId, cached.principal.iat))
-        throw new InvalidAccessTokenError('the grant was revoked');
+      if (this.revocations.isTokenRevoked(cached.principal)) throw new InvalidAccessTokenError('the grant was revoked');
       return cached.principal;
     }
     if (cached) this.cache.delete(token);
 
     const { principal, kid } = await this.verifyWithKid(token);
-    if (this.revocations.isRevoked(principal.grantId, principal.iat)) throw new InvalidAccessTokenError('the grant was revoked');
+    if (this.revocations.isTokenRevoked(principal)) throw new InvalidAccessTokenError('the grant was revoked');
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(token, { principal, kid, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
     return principal;

@@ -57,7 +57,7 @@ export class IntrospectionService {
     }
     const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
     if (!access || access.clientId !== client.id || access.exp * 1000 <= now) return { active: false };
-    if (this.revoked.isRevoked(access.grantId, access.iat)) return { active: false };
+    if (this.revoked.isTokenRevoked(access)) return { active: false };
     // A client-credentials token has no stored grant: the revoked list alone decides.
     if (access.kind === 'user' && !(await this.lifecycle.isLive(access.grantId, now))) return { active: false };
     return {

@@ -152,7 +152,7 @@ export class TokenExchangeGrantService {
    */
   private async verified(token: string, parameter: 'subject_token' | 'actor_token'): Promise<AuthPrincipal> {
     const principal = await this.verifier.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
-    if (!principal || principal.exp * 1000 <= Date.now() || this.revoked.isRevoked(principal.grantId, principal.iat)) {
+    if (!principal || principal.exp * 1000 <= Date.now() || this.revoked.isTokenRevoked(principal)) {
       throw invalidGrant(`The ${parameter} is not a valid access token of this server.`);
     }
     return principal;

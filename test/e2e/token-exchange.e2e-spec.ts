@@ -489,6 +489,27 @@ describe('token exchange (RFC 8693) for delegation', () => {
       expect((await introspect(agent, exchangedToken)).body).toEqual({ active: false });
     });
 
+    it("ends the tokens a client obtained by exchange when the client is deleted; the person's own tokens and those of others live on", async () => {
+      const adminToken = await t.token((await t.createUser({ role: 'admin' })).id, ['clients:admin']);
+      const billing = await resourceServer('Short-lived billing', [BILLING]);
+      const reports = await resourceServer('Reports', [BILLING]);
+      const issued = await personsTokens();
+      const billingToken = await exchanged(agent, issued.access, { resource: BILLING });
+      const heldByBilling = await exchanged(billing, billingToken, { resource: t.config.audience });
+      const heldByReports = await exchanged(reports, billingToken, { resource: t.config.audience });
+      expect(await resourceStatus(t, heldByBilling)).toBe(200);
+
+      const deleted = await t
+        .http()
+        .delete(`/admin/clients/${billing.client_id}`)
+        .set(...bearer(adminToken));
+      expect(deleted.status).toBe(204);
+      expect(await resourceStatus(t, heldByBilling)).toBe(401);
+      expect(await resourceStatus(t, heldByReports)).toBe(200);
+      expect(await resourceStatus(t, issued.access)).toBe(200);
+      expect((await introspect(agent, billingToken)).body.active).toBe(true);
+    });
+
     it('ends the exchanged token when the person revokes the app on the connected-apps page', async () => {
       const issued = await personsTokens();
       const exchangedToken = await exchanged(agent, issued.access, { resource: BILLING });
