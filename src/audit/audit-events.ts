@@ -17,6 +17,7 @@ export const AUDIT_EVENT_TYPES = [
   'refresh.rotated',
   'refresh.reused',
   'token.revoked',
+  'token.exchanged',
   'grant.revoked',
   'client.authentication_failed',
   'client.created',

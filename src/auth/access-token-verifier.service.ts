@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { AppConfig } from '../config/app-config';
 import { CLOCK_SKEW_SECONDS, SigningKeysService } from '../keys/signing-keys.service';
-import { type AuthPrincipal, CLIENT_CREDENTIALS_CLAIM } from './principal';
+import { type ActClaim, type AuthPrincipal, CLIENT_CREDENTIALS_CLAIM } from './principal';
 import { RevokedGrantsService } from './revoked-grants.service';
 
 export class InvalidAccessTokenError extends Error {
@@ -35,14 +35,13 @@ export class AccessTokenVerifier {
     const cached = this.cache.get(token);
     // A token stays cached until it expires, unless its key leaves the JWKS first (retired and past its time).
     if (cached && cached.validUntilMs > now && this.keys.isPublished(cached.kid)) {
-      if (this.revocations.isRevoked(cached.principal.grantId, cached.principal.iat))
-        throw new InvalidAccessTokenError('the grant was revoked');
+      if (this.revocations.isTokenRevoked(cached.principal)) throw new InvalidAccessTokenError('the grant was revoked');
       return cached.principal;
     }
     if (cached) this.cache.delete(token);
 
     const { principal, kid } = await this.verifyWithKid(token);
-    if (this.revocations.isRevoked(principal.grantId, principal.iat)) throw new InvalidAccessTokenError('the grant was revoked');
+    if (this.revocations.isTokenRevoked(principal)) throw new InvalidAccessTokenError('the grant was revoked');
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(token, { principal, kid, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
     return principal;
@@ -84,7 +83,7 @@ export class AccessTokenVerifier {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty, aud } = payload as JWTPayload & Record<string, unknown>;
+    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty, aud, act } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -94,12 +93,22 @@ export class AccessTokenVerifier {
       typeof exp !== 'number' ||
       typeof iat !== 'number' ||
       (gty !== undefined && gty !== CLIENT_CREDENTIALS_CLAIM.gty) ||
-      (gty === CLIENT_CREDENTIALS_CLAIM.gty && sub !== clientId)
+      (gty === CLIENT_CREDENTIALS_CLAIM.gty && sub !== clientId) ||
+      (act !== undefined && !isActClaim(act))
     ) {
       throw new InvalidAccessTokenError('missing claims');
     }
     const scopes = new Set(scope.split(' ').filter(Boolean));
     const kind = gty === CLIENT_CREDENTIALS_CLAIM.gty ? 'client' : 'user';
-    return { principal: { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] }, kid };
+    const principal: AuthPrincipal = { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] };
+    if (act !== undefined) principal.act = act as ActClaim;
+    return { principal, kid };
   }
+}
+
+/** An RFC 8693 `act` claim: an object with a string `sub`, its `client_id` a string if any, its own `act` one too. */
+function isActClaim(value: unknown): value is ActClaim {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { sub, client_id: clientId, act } = value as Record<string, unknown>;
+  return typeof sub === 'string' && (clientId === undefined || typeof clientId === 'string') && (act === undefined || isActClaim(act));
 }

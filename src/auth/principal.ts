@@ -4,6 +4,16 @@
  */
 export const CLIENT_CREDENTIALS_CLAIM = { gty: 'client_credentials' } as const;
 
+/**
+ * RFC 8693 4.1: who acts for the token's subject (a token from a token exchange), and, nested, who acted before
+ * them. `client_id` is the client of the actor's own token (the exchanging client when it named no actor).
+ */
+export interface ActClaim {
+  sub: string;
+  client_id?: string;
+  act?: ActClaim;
+}
+
 /** The caller of a protected route, as the verified access token describes it. */
 export interface AuthPrincipal {
   /**
@@ -25,4 +35,6 @@ export interface AuthPrincipal {
   exp: number;
   /** The resources it is for (RFC 8707): this API's `AUDIENCE` among them wherever the guard let it in. */
   aud: string | string[];
+  /** Set on a token from a token exchange (RFC 8693): the actor, and the chain of earlier ones. */
+  act?: ActClaim;
 }

@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { Statement, type Write } from '../database/sql';
 import { AuthConfig } from './auth.config';
 import { CLOCK_SKEW_SECONDS } from '../keys/signing-keys.service';
+import type { AuthPrincipal } from './principal';
 import { RevokedGrant } from './revoked-grant.entity';
 
 /**
@@ -13,6 +14,16 @@ import { RevokedGrant } from './revoked-grant.entity';
  */
 /** The `gid` of a client's client-credentials tokens is this prefix and the client id. */
 export const CLIENT_CREDENTIALS_GRANT_PREFIX = 'cc:';
+/**
+ * The tokens a client obtained by token exchange (RFC 8693) carry the person's grant as `gid`; this prefix and the
+ * client id is the second entry they are checked against, put on the list when the client is deleted.
+ */
+const EXCHANGED_TOKENS_PREFIX = 'tx:';
+
+/** The revoked-list entry of every token `clientId` obtained by token exchange until now. */
+export function exchangedTokensId(clientId: string): string {
+  return `${EXCHANGED_TOKENS_PREFIX}${clientId}`;
+}
 
 interface Revocation {
   at: number;
@@ -55,7 +66,17 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   isRevoked(grantId: string, issuedAt: number): boolean {
     const revocation = this.revoked.get(grantId);
     if (revocation === undefined || revocation.until <= Date.now()) return false;
-    return !grantId.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) || issuedAt * 1000 <= revocation.at;
+    const untilNow = grantId.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) || grantId.startsWith(EXCHANGED_TOKENS_PREFIX);
+    return !untilNow || issuedAt * 1000 <= revocation.at;
+  }
+
+  /**
+   * Whether an access token is revoked: its grant ({@link isRevoked}), and for a token from a token exchange (it
+   * has `act`) also every such token of its client ({@link exchangedTokensId}: the client was deleted).
+   */
+  isTokenRevoked(token: Pick<AuthPrincipal, 'grantId' | 'iat' | 'clientId' | 'act'>): boolean {
+    if (this.isRevoked(token.grantId, token.iat)) return true;
+    return token.act !== undefined && this.isRevoked(exchangedTokensId(token.clientId), token.iat);
   }
 
   /**

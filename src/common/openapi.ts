@@ -88,10 +88,18 @@ export function ApiOAuthEndpoint(options: {
   properties: Record<string, SchemaObject>;
   required?: string[];
   ok: { description: string; schema?: SchemaObject };
+  /** The `error` codes its 400 answers may carry, when listed. */
+  errorCodes?: string[];
   rateLimited?: boolean;
 }) {
-  const errors = (status: number, description: string) =>
-    ApiResponse({ status, description, content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } } });
+  const codes = options.errorCodes;
+  const errors = (status: number, description: string) => {
+    const schema: SchemaObject =
+      status === 400 && codes
+        ? { ...OAUTH_ERROR_SCHEMA, properties: { ...OAUTH_ERROR_SCHEMA.properties, error: { type: 'string', enum: codes } } }
+        : OAUTH_ERROR_SCHEMA;
+    return ApiResponse({ status, description, content: { 'application/json': { schema } } });
+  };
   return applyDecorators(
     ApiConsumes(FORM),
     ApiBody({ required: true, schema: { type: 'object', required: options.required, properties: options.properties } }),

@@ -8,9 +8,12 @@ import { OAuthError } from './oauth-error';
 
 type OAuthRequest = Request & { oauthForm?: Record<string, string>; oauthClient?: Client };
 
+/** The parameters that may be repeated: `resource` (RFC 8707 2) and a token exchange's `audience` (RFC 8693 2.1). */
+const REPEATABLE = new Set(['resource', 'audience']);
+
 /**
- * Reads a form body: only `application/x-www-form-urlencoded`, no parameter twice (RFC 6749 3.2) but `resource`
- * (RFC 8707), no control characters.
+ * Reads a form body: only `application/x-www-form-urlencoded`, no parameter twice (RFC 6749 3.2) but those
+ * {@link REPEATABLE}, no control characters.
  */
 function formBody(req: Request): Record<string, string> {
   if (!req.is('application/x-www-form-urlencoded')) {
@@ -19,8 +22,8 @@ function formBody(req: Request): Record<string, string> {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const out: Record<string, string> = {};
   for (const [name, raw] of Object.entries(body)) {
-    // `resource` may be repeated (RFC 8707 2): its values become one space-separated list, as scopes are.
-    const value = name === 'resource' && Array.isArray(raw) && raw.every((v) => typeof v === 'string') ? raw.join(' ') : raw;
+    // A repeatable parameter's values become one space-separated list, as scopes are.
+    const value = REPEATABLE.has(name) && Array.isArray(raw) && raw.every((v) => typeof v === 'string') ? raw.join(' ') : raw;
     if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} was sent more than once.`);
     // No OAuth parameter holds one; PostgreSQL could not even store NUL.
     if (CONTROL_CHARACTER.test(name) || CONTROL_CHARACTER.test(value)) {

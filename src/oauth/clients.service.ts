@@ -7,7 +7,7 @@ import { parseBasicCredentials } from '../common/basic-credentials';
 import type { Page } from '../common/pagination';
 import type { Write } from '../database/sql';
 import { CONTROL_CHARACTER } from '../common/text';
-import { Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
+import { Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
@@ -127,6 +127,10 @@ function checkedGrantTypes(values: string[] | undefined, isPublic: boolean): Gra
   // A public client cannot keep a secret, so it cannot authenticate as itself (RFC 6749 4.4).
   if (isPublic && grants.includes('client_credentials')) {
     throw new InvalidClientInputError('--grant client_credentials is for confidential clients only (not with --public)');
+  }
+  // Trading a person's token for another is delegation: only a client that proves who it is may do it (RFC 8693 5).
+  if (isPublic && grants.includes(TOKEN_EXCHANGE_GRANT)) {
+    throw new InvalidClientInputError(`--grant ${TOKEN_EXCHANGE_GRANT} is for confidential clients only (not with --public)`);
   }
   return grants;
 }

@@ -7,7 +7,7 @@ import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { RevokedGrantsService } from '../auth/revoked-grants.service';
+import { RevokedGrantsService, exchangedTokensId } from '../auth/revoked-grants.service';
 import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
 import { Grant } from './entities/grant.entity';
@@ -70,12 +70,12 @@ export class GrantRevocationService {
   }
 
   /**
-   * Before a client is deleted (which deletes its grants): the access tokens of its grants and those it obtained
-   * for itself (client credentials) are put on the revoked list.
+   * Before a client is deleted (which deletes its grants): the access tokens of its grants, those it obtained for
+   * itself (client credentials) and those it obtained by token exchange are put on the revoked list.
    */
   async revokeClientGrants(clientId: string): Promise<void> {
     const rows = await this.grants.find({ where: { clientId }, select: { id: true } });
-    await this.revoked.revoke([...rows.map((row) => row.id), clientCredentialsGrantId(clientId)]);
+    await this.revoked.revoke([...rows.map((row) => row.id), clientCredentialsGrantId(clientId), exchangedTokensId(clientId)]);
   }
 
   /** The client-credentials tokens a client obtained until now (e.g. when its secret is replaced). */

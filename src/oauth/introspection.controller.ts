@@ -38,6 +38,16 @@ export class IntrospectionController {
           iss: { type: 'string' },
           aud: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'the resources the token is for' },
           token_type: { type: 'string', enum: ['Bearer', 'refresh_token'] },
+          act: {
+            type: 'object',
+            required: ['sub'],
+            properties: {
+              sub: { type: 'string' },
+              client_id: { type: 'string' },
+              act: { type: 'object', description: 'the actor before' },
+            },
+            description: 'RFC 8693 4.1: who acts for sub (a token from a token exchange), the earlier actors nested',
+          },
         },
       },
     },

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
+import type { ActClaim } from '../auth/principal';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
@@ -21,6 +22,8 @@ export type Introspection =
       iss: string;
       aud: string | string[];
       token_type: 'Bearer' | 'refresh_token';
+      /** RFC 8693 4.1 (a claim of the token and of its introspection): the actor of an exchanged access token. */
+      act?: ActClaim;
     };
 
 /** RFC 7662 for the calling client's own tokens; everything else is inactive and says nothing more. */
@@ -54,7 +57,7 @@ export class IntrospectionService {
     }
     const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
     if (!access || access.clientId !== client.id || access.exp * 1000 <= now) return { active: false };
-    if (this.revoked.isRevoked(access.grantId, access.iat)) return { active: false };
+    if (this.revoked.isTokenRevoked(access)) return { active: false };
     // A client-credentials token has no stored grant: the revoked list alone decides.
     if (access.kind === 'user' && !(await this.lifecycle.isLive(access.grantId, now))) return { active: false };
     return {
@@ -67,6 +70,7 @@ export class IntrospectionService {
       iss: this.config.issuer,
       aud: access.aud,
       token_type: 'Bearer',
+      ...(access.act ? { act: access.act } : {}),
     };
   }
 }

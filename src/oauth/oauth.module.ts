@@ -43,6 +43,7 @@ import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
+import { TokenExchangeGrantService } from './token-exchange-grant.service';
 import { UserInfoController } from './userinfo.controller';
 import { UserInfoService } from './userinfo.service';
 import { SafeFetchModule } from '../common/safe-fetch/safe-fetch.module';
@@ -98,6 +99,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     CodeGrantService,
     RefreshGrantService,
     ClientCredentialsGrantService,
+    TokenExchangeGrantService,
     GrantRevocationService,
     IntrospectionService,
     RegistrationService,

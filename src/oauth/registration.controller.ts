@@ -21,6 +21,7 @@ import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { ApiProblems } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
+import { GRANT_TYPES, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
 import { type RegisteredClient, RegistrationError, RegistrationService } from './registration.service';
 
@@ -49,7 +50,11 @@ function bearerOf(req: Request): string | undefined {
 const METADATA_PROPERTIES: Record<string, SchemaObject> = {
   redirect_uris: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'https, or http on a loopback address' },
   token_endpoint_auth_method: { type: 'string', enum: ['none', 'client_secret_basic', 'client_secret_post'] },
-  grant_types: { type: 'array', items: { type: 'string', enum: ['authorization_code', 'refresh_token', 'client_credentials'] } },
+  grant_types: {
+    type: 'array',
+    items: { type: 'string', enum: [...GRANT_TYPES] },
+    description: `client_credentials is never registered; ${TOKEN_EXCHANGE_GRANT} only by a confidential client (with the initial access token)`,
+  },
   response_types: { type: 'array', items: { type: 'string', enum: ['code'] } },
   client_name: { type: 'string', maxLength: 100 },
   scope: { type: 'string', description: 'space-separated; every scope when omitted' },

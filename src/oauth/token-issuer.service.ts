@@ -6,7 +6,7 @@ import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
-import { CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
+import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
 import { OidcScope } from './oidc.scopes';
 import { hashSecret, randomSecret } from './secrets';
@@ -56,6 +56,8 @@ export interface TokenResponse {
   scope: string;
   /** OpenID Connect: when the scope has `openid` (authorization code and refresh grants). */
   id_token?: string;
+  /** RFC 8693 2.2.1: the kind of token a token exchange issued. */
+  issued_token_type?: string;
 }
 
 export interface AccessTokenClaims {
@@ -67,6 +69,10 @@ export interface AccessTokenClaims {
   clientCredentials?: boolean;
   /** The resources it is for (RFC 8707); the API (`AUDIENCE`) when absent. */
   audience?: string | string[];
+  /** RFC 8693 4.1: the actor of a token from a token exchange. */
+  act?: ActClaim;
+  /** Expiry (seconds since the epoch) when earlier than the usual lifetime's end: an exchanged token never outlives its subject token. */
+  notAfter?: number;
 }
 
 export interface RefreshTokenSecret {
@@ -77,6 +83,8 @@ export interface RefreshTokenSecret {
 export interface MintedAccessToken {
   token: string;
   jti: string;
+  /** Issued at and expiry, seconds since the epoch. */
+  iat: number;
   exp: number;
 }
 
@@ -97,7 +105,7 @@ export class TokenIssuer {
   mintAccessToken(claims: AccessTokenClaims): MintedAccessToken {
     const key = this.keys.activeKey();
     const iat = Math.floor(Date.now() / 1000);
-    const exp = iat + this.config.accessTokenTtl;
+    const exp = Math.min(iat + this.config.accessTokenTtl, claims.notAfter ?? Infinity);
     const jti = randomUUID();
     const token = this.jwt.sign(
       {
@@ -105,6 +113,7 @@ export class TokenIssuer {
         scope: claims.scope,
         gid: claims.grantId,
         ...(claims.clientCredentials ? CLIENT_CREDENTIALS_CLAIM : {}),
+        ...(claims.act ? { act: claims.act } : {}),
         iat,
         exp,
       },
@@ -119,7 +128,7 @@ export class TokenIssuer {
         jwtid: jti,
       },
     );
-    return { token, jti, exp };
+    return { token, jti, iat, exp };
   }
 
   /**

@@ -263,6 +263,11 @@ describe('client credentials grant (RFC 6749 4.4)', () => {
 
   it('metadata lists the grant', async () => {
     const res = await t.http().get('/.well-known/oauth-authorization-server');
-    expect(res.body.grant_types_supported).toEqual(['authorization_code', 'refresh_token', 'client_credentials']);
+    expect(res.body.grant_types_supported).toEqual([
+      'authorization_code',
+      'refresh_token',
+      'client_credentials',
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+    ]);
   });
 });

@@ -208,8 +208,14 @@ describe('POST /revoke and POST /introspect', () => {
         revocation_endpoint: `${issuer}/revoke`,
         introspection_endpoint: `${issuer}/introspect`,
         response_types_supported: ['code'],
-        // The contract lists two; the machine-clients issue (written later) adds client_credentials.
-        grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+        // The contract lists two; the machine-clients issue (written later) adds client_credentials, the agents issue
+        // token exchange (RFC 8693).
+        grant_types_supported: [
+          'authorization_code',
+          'refresh_token',
+          'client_credentials',
+          'urn:ietf:params:oauth:grant-type:token-exchange',
+        ],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,

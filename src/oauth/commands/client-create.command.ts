@@ -68,7 +68,7 @@ export class ClientCreateCommand extends CommandRunner {
   @Option({
     flags: '--grant <type>',
     description:
-      'a grant the client may use: authorization_code, refresh_token, client_credentials; may be given several times (default: authorization_code and refresh_token)',
+      'a grant the client may use: authorization_code, refresh_token, client_credentials, urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693, confidential clients); may be given several times (default: authorization_code and refresh_token)',
   })
   grant(value: string, previous?: string[]): string[] {
     return collect(value, previous);

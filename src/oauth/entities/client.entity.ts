@@ -1,8 +1,11 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
 
+/** RFC 8693 token exchange: a client trades an access token of this server for another one (delegation). */
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
 /** The `grant_type` values of the token endpoint. */
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', TOKEN_EXCHANGE_GRANT] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 @Entity('clients')
@@ -33,7 +36,8 @@ export class Client {
 
   /**
    * The grants this client may use at the token endpoint (`authorization_code` and `refresh_token` for people
-   * signing in, `client_credentials` for a service acting as itself).
+   * signing in, `client_credentials` for a service acting as itself, {@link TOKEN_EXCHANGE_GRANT} for one acting for
+   * the person of a token it holds).
    */
   @Column({
     type: 'text',
