@@ -161,13 +161,14 @@ export class TokenExchangeGrantService {
   /**
    * Whose tokens a client may exchange: its own (a client narrowing or retargeting what the person let it do, an
    * agent handing a smaller token to a tool), and those aimed at a resource registered for it (`--resource`: the
-   * client is, or speaks for, that resource server, and acts for the person downstream — "on behalf of"). Never
-   * another client's token aimed only at this API (`AUDIENCE`): every client may name the API, so that would let any
-   * client that saw a token launder it into one of its own.
+   * client is, or speaks for, that resource server, and acts for the person downstream — "on behalf of"). This API
+   * (`AUDIENCE`) counts only when an operator registered it for the client explicitly (`--resource <AUDIENCE>`, a
+   * gateway or tool server in front of the API): every client may ask for the API without it, so a token aimed at
+   * the API is otherwise anyone's to have seen, and no client may launder one into its own.
    */
   private mayExchange(client: Client, subject: AuthPrincipal): boolean {
     if (subject.clientId === client.id) return true;
-    return audiences(subject.aud).some((aud) => aud !== this.config.audience && client.resources.includes(aud));
+    return audiences(subject.aud).some((aud) => client.resources.includes(aud));
   }
 
   /**

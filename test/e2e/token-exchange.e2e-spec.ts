@@ -315,7 +315,7 @@ describe('token exchange (RFC 8693) for delegation', () => {
   });
 
   describe('whose tokens, and what for', () => {
-    it("refuses another client's token aimed only at the API, and a client's own token (client credentials) as the subject", async () => {
+    it("refuses another client's token aimed only at the API (unless the API is registered for the exchanging client), and a client's own token (client credentials) as the subject", async () => {
       const other = await registerClient(t, { name: 'Other app', trusted: true });
       const othersToken = (await issueTokens(t, { client: other })).access;
       expectOAuthError(await exchange(agent, { subject_token: othersToken, subject_token_type: ACCESS_TOKEN_TYPE }), 400, 'invalid_grant');
@@ -326,6 +326,19 @@ describe('token exchange (RFC 8693) for delegation', () => {
         400,
         'invalid_grant',
       );
+
+      // Unless an operator registered the API for it explicitly: a gateway in front of the API speaks for it.
+      const gateway = await resourceServer('API gateway', [t.config.audience]);
+      const viaGateway = await exchange(gateway, {
+        subject_token: othersToken,
+        subject_token_type: ACCESS_TOKEN_TYPE,
+        scope: 'orders:read',
+      });
+      expect(viaGateway.status, JSON.stringify(viaGateway.body)).toBe(200);
+      expect((await claimsOf(viaGateway.body.access_token, t.config.audience)).act).toEqual({
+        sub: gateway.client_id,
+        client_id: gateway.client_id,
+      });
 
       const both = await registerClient(t, {
         name: 'Service and exchanger',
