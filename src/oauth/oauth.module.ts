@@ -9,7 +9,9 @@ import { KeysModule } from '../keys/keys.module';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './authorization-request';
 import { AuthorizeController } from './authorize.controller';
+import { ClientAssertionVerifier } from './client-assertion';
 import { ClientAuthGuard } from './client-auth.guard';
+import { ClientKeys } from './client-keys';
 import { ClientsService } from './clients.service';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentService } from './consent.service';
@@ -40,6 +42,7 @@ import { AdminClientsController } from './admin-clients.controller';
 import { RegistrationConfig } from './registration.config';
 import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
+import { FetchRemoteJson, RemoteJsonFetcher } from './remote-json';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
 import { UserInfoController } from './userinfo.controller';
@@ -82,6 +85,10 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     SqlRunner,
     ClientsService,
     ClientAuthGuard,
+    ClientAssertionVerifier,
+    ClientKeys,
+    // The minimal fetcher for clients' jwks_uri; a hardened one (SSRF checks, shared cache) replaces it here.
+    { provide: RemoteJsonFetcher, useClass: FetchRemoteJson },
     SessionsService,
     ConsentService,
     ConnectedAppsService,
