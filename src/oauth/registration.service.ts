@@ -6,6 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { ClientsService, InvalidClientInputError } from './clients.service';
 import { type Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
+import type { JwkSet } from './client-jwks';
 import { RegistrationConfig } from './registration.config';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
 
@@ -22,7 +23,7 @@ export class RegistrationError extends Error {
   }
 }
 
-const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const;
+const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 type AuthMethod = (typeof AUTH_METHODS)[number];
 
 /** What a registration request asks for, checked (RFC 7591 2); other fields are ignored (RFC 7591 3.1). */
@@ -32,6 +33,10 @@ interface ClientMetadata {
   grantTypes: GrantType[];
   authMethod: AuthMethod;
   scope: string;
+  /** `private_key_jwt`: as sent, checked by the clients service (exactly one of `jwks` and `jwks_uri`). */
+  jwks?: unknown;
+  jwksUri?: unknown;
+  signingAlg?: unknown;
 }
 
 /** The client information response (RFC 7591 3.2.1, RFC 7592 3). */
@@ -48,6 +53,9 @@ export interface RegisteredClient {
   response_types: string[];
   token_endpoint_auth_method: AuthMethod;
   scope: string;
+  jwks?: JwkSet;
+  jwks_uri?: string;
+  token_endpoint_auth_signing_alg?: string;
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -121,6 +129,9 @@ export class RegistrationService {
           grantTypes: metadata.grantTypes,
           registrationTokenHash: hashSecret(registrationToken),
           tokenEndpointAuthMethod: metadata.authMethod === 'none' ? undefined : metadata.authMethod,
+          jwks: metadata.jwks,
+          jwksUri: metadata.jwksUri,
+          tokenEndpointAuthSigningAlg: metadata.signingAlg,
         },
         { actor: 'anonymous', context },
       ),
@@ -160,6 +171,9 @@ export class RegistrationService {
           redirectUris: metadata.redirectUris,
           scope: metadata.scope,
           grantTypes: metadata.grantTypes,
+          jwks: metadata.jwks,
+          jwksUri: metadata.jwksUri,
+          tokenEndpointAuthSigningAlg: metadata.signingAlg,
         },
         { actor: `client:${clientId}`, context },
       ),
@@ -232,7 +246,21 @@ export class RegistrationService {
     const scopes = scopeValue.split(' ').filter(Boolean);
     if (scopes.length === 0 || scopes.some((s) => !isScope(s))) throw metadataError(`scope must be a subset of: ${allScopes().join(' ')}.`);
 
-    return { name: name.trim(), redirectUris, grantTypes: grantTypes as GrantType[], authMethod, scope: [...new Set(scopes)].join(' ') };
+    // RFC 7591 2: jwks and jwks_uri are mutually exclusive; both only for private_key_jwt (the clients service checks).
+    if (fields.jwks !== undefined && fields.jwks_uri !== undefined) throw metadataError('jwks and jwks_uri must not both be given.');
+    const keys =
+      authMethod === 'private_key_jwt'
+        ? { jwks: fields.jwks, jwksUri: fields.jwks_uri, signingAlg: fields.token_endpoint_auth_signing_alg }
+        : {};
+
+    return {
+      name: name.trim(),
+      redirectUris,
+      grantTypes: grantTypes as GrantType[],
+      authMethod,
+      scope: [...new Set(scopes)].join(' '),
+      ...keys,
+    };
   }
 
   /** Runs a change of the clients service, answering what it refuses as invalid metadata. */
@@ -258,6 +286,9 @@ export class RegistrationService {
       response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
       token_endpoint_auth_method: authMethod,
       scope: client.scope,
+      ...(client.jwks ? { jwks: client.jwks } : {}),
+      ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
+      ...(client.tokenEndpointAuthSigningAlg ? { token_endpoint_auth_signing_alg: client.tokenEndpointAuthSigningAlg } : {}),
     };
   }
 }
@@ -265,5 +296,6 @@ export class RegistrationService {
 /** How a stored client authenticates: `none` without a secret, else its registered method (basic, RFC 7591's default). */
 function authMethodOf(client: Client): AuthMethod {
   if (client.isPublic) return 'none';
+  if (client.tokenEndpointAuthMethod === 'private_key_jwt') return 'private_key_jwt';
   return client.tokenEndpointAuthMethod === 'client_secret_post' ? 'client_secret_post' : 'client_secret_basic';
 }
