@@ -5,21 +5,23 @@ import { RemoteJsonFetcher } from './remote-json';
 
 /** How long a fetched `jwks_uri` document is used before it is fetched again. */
 const JWKS_URI_TTL_MS = 5 * 60_000;
-/** At most one fetch per client and this interval, whatever the requests ask for (a flood of unknown `kid`s included). */
-const MIN_REFETCH_MS = 30_000;
+/** At most one early fetch per client and this interval, however many requests ask for one (a flood of unknown `kid`s). */
+const MIN_REFRESH_MS = 30_000;
 const CACHE_MAX = 1_000;
 
 interface Fetched {
   url: string;
   keys: PublicJwk[];
   at: number;
+  /** When an early fetch ({@link ClientKeys.keysOf} with `refresh`) was last made for this URL. */
+  refreshedAt: number;
 }
 
 /**
  * The public keys a `private_key_jwt` client signs with: its inline `jwks` as registered, or the JWK Set at its
  * `jwks_uri` (fetched through {@link RemoteJsonFetcher}, checked as an inline set is, kept a few minutes per
  * instance). `refresh` asks for the `jwks_uri` again before its time, to pick up a rotated key; it is honoured at
- * most once per client per {@link MIN_REFETCH_MS}.
+ * most once per client per {@link MIN_REFRESH_MS}.
  */
 @Injectable()
 export class ClientKeys {
@@ -35,13 +37,15 @@ export class ClientKeys {
     const now = Date.now();
     const cached = this.fetched.get(client.id);
     const current = cached?.url === client.jwksUri ? cached : undefined;
-    const due = !current || now - current.at >= JWKS_URI_TTL_MS || (options.refresh && now - current.at >= MIN_REFETCH_MS);
-    if (!due) return current.keys;
-    return this.fetch(client.id, client.jwksUri, current);
+    if (current && now - current.at < JWKS_URI_TTL_MS) {
+      if (!options.refresh || now - current.refreshedAt < MIN_REFRESH_MS) return current.keys;
+      return this.fetch(client.id, client.jwksUri, current, now);
+    }
+    return this.fetch(client.id, client.jwksUri, current, current?.refreshedAt ?? 0);
   }
 
   /** One fetch at a time per client; a failed fetch keeps the keys fetched before (and counts as a fetch). */
-  private fetch(clientId: string, url: string, previous: Fetched | undefined): Promise<PublicJwk[]> {
+  private fetch(clientId: string, url: string, previous: Fetched | undefined, refreshedAt: number): Promise<PublicJwk[]> {
     const running = this.pending.get(clientId);
     if (running) return running;
     const fetching = (async () => {
@@ -52,7 +56,7 @@ export class ClientKeys {
         this.logger.warn(`could not use the jwks_uri of client ${clientId}: ${(error as Error).message}`);
       }
       if (this.fetched.size >= CACHE_MAX && !this.fetched.has(clientId)) this.fetched.delete(this.fetched.keys().next().value!);
-      this.fetched.set(clientId, { url, keys, at: Date.now() });
+      this.fetched.set(clientId, { url, keys, at: Date.now(), refreshedAt });
       return keys;
     })().finally(() => this.pending.delete(clientId));
     this.pending.set(clientId, fetching);

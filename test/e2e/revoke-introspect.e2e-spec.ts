@@ -210,7 +210,8 @@ describe('POST /revoke and POST /introspect', () => {
         response_types_supported: ['code'],
         // The contract lists two; the machine-clients issue (written later) adds client_credentials.
         grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+        // The contract lists three; private_key_jwt (RFC 7523, written later) adds a fourth.
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
       });
