@@ -1,7 +1,10 @@
 import { createPublicKey } from 'node:crypto';
 
-/** The algorithms a client may sign its assertions with: asymmetric only, never `none` or a MAC. */
-export const ASSERTION_SIGNING_ALGS = ['RS256', 'ES256', 'EdDSA'] as const;
+/**
+ * The algorithms a client may sign its assertions with: asymmetric only, never `none` or a MAC. `Ed25519` is the
+ * fully-specified name of EdDSA with Ed25519 keys (RFC 9864), which clients such as oauth4webapi write.
+ */
+export const ASSERTION_SIGNING_ALGS = ['RS256', 'ES256', 'EdDSA', 'Ed25519'] as const;
 export type AssertionSigningAlg = (typeof ASSERTION_SIGNING_ALGS)[number];
 
 /** A public JSON Web Key as this server keeps it (RFC 7517): the members it uses, nothing private. */
@@ -44,6 +47,7 @@ export function keyFitsAlg(jwk: PublicJwk, alg: AssertionSigningAlg): boolean {
     case 'ES256':
       return jwk.kty === 'EC' && jwk.crv === 'P-256';
     case 'EdDSA':
+    case 'Ed25519':
       return jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
   }
 }

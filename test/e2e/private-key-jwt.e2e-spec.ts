@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CryptoKey, type JWK, SignJWT, exportJWK, generateKeyPair } from 'jose';
+import * as oauth from 'oauth4webapi';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -23,9 +24,9 @@ import {
   registerClient,
   signedIn,
 } from '../support/oauth';
-import { type TestApp, bearer, createTestApp, createTwoInstances } from '../support/test-app';
+import { type TestApp, bearer, createListeningTestApp, createTestApp, createTwoInstances } from '../support/test-app';
 
-type Alg = 'RS256' | 'ES256' | 'EdDSA';
+type Alg = 'RS256' | 'ES256' | 'EdDSA' | 'Ed25519';
 
 interface Signer {
   alg: Alg;
@@ -154,11 +155,11 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
-        token_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+        token_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA', 'Ed25519'],
         revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
-        revocation_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+        revocation_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA', 'Ed25519'],
         introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
-        introspection_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+        introspection_endpoint_auth_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA', 'Ed25519'],
       });
       const openapi = await t.http().get('/docs/openapi.json');
       const form = openapi.body.paths['/token'].post.requestBody.content['application/x-www-form-urlencoded'].schema.properties;
@@ -168,7 +169,7 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
   });
 
   describe('authenticates', () => {
-    it.each(['RS256', 'ES256', 'EdDSA'] as const)('a client_credentials request signed with %s', async (alg) => {
+    it.each(['RS256', 'ES256', 'EdDSA', 'Ed25519'] as const)('a client_credentials request signed with %s', async (alg) => {
       const key = await signer(alg);
       const client = await keyClient(t, [key]);
       expect(client).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks: jwksOf(key), public: false });
@@ -322,7 +323,7 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
     it('alg none, and HS256 signed with the public key as the secret', async () => {
       const client = await fresh();
       const unsigned = `${b64url({ alg: 'none', kid: key.kid })}.${b64url(claimsFor(t, client.client_id))}.`;
-      const reason = 'The client assertion must be signed with one of RS256, ES256, EdDSA.';
+      const reason = 'The client assertion must be signed with one of RS256, ES256, EdDSA, Ed25519.';
       await expectRefused(await withAssertion(t, '/token', unsigned, clientCredentials), client.client_id, reason);
       const pem = createPublicKey({ key: key.jwk as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' });
       for (const secret of [pem, JSON.stringify(key.jwk)]) {
@@ -694,7 +695,7 @@ describe('private_key_jwt through dynamic registration (REGISTRATION=token)', ()
       [{ jwks_uri: 'http://agent.example/jwks.json' }, 'jwks_uri must be an https URL'],
       [
         { jwks: jwksOf(key), token_endpoint_auth_signing_alg: 'HS256' },
-        'token_endpoint_auth_signing_alg must be one of: RS256, ES256, EdDSA',
+        'token_endpoint_auth_signing_alg must be one of: RS256, ES256, EdDSA, Ed25519',
       ],
     ] as const) {
       const res = await register({ ...metadata, ...body });
@@ -757,5 +758,39 @@ describe('private_key_jwt with a jwks_uri', () => {
   it('the minimal fetcher fetches https only', async () => {
     await expect(new FetchRemoteJson().fetchJson('http://127.0.0.1:1/jwks.json')).rejects.toThrow('only https URLs are fetched');
     await expect(new FetchRemoteJson().fetchJson('file:///etc/passwd')).rejects.toThrow('only https URLs are fetched');
+  });
+});
+
+describe('private_key_jwt from a standards-strict client library (oauth4webapi)', () => {
+  let t: TestApp;
+  let as: oauth.AuthorizationServer;
+  const http = { [oauth.allowInsecureRequests]: true } as const;
+
+  beforeAll(async () => {
+    const listening = await createListeningTestApp(NO_RATE_LIMITS);
+    t = listening;
+    const issuer = new URL(listening.origin);
+    as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...http }));
+  });
+  afterAll(() => t.close());
+
+  it.each(['RS256', 'ES256', 'Ed25519'] as const)('gets a token, introspects and revokes it with its %s assertions', async (alg) => {
+    const key = await signer(alg);
+    const view = await keyClient(t, [key]);
+    const client: oauth.Client = { client_id: view.client_id };
+    const auth = oauth.PrivateKeyJwt({ key: key.privateKey, kid: key.kid });
+    const tokens = await oauth.processClientCredentialsResponse(
+      as,
+      client,
+      await oauth.clientCredentialsGrantRequest(as, client, auth, new URLSearchParams({ scope: 'users:read' }), http),
+    );
+    expect(tokens).toMatchObject({ token_type: 'bearer', scope: 'users:read', expires_in: 900 });
+    const introspected = await oauth.processIntrospectionResponse(
+      as,
+      client,
+      await oauth.introspectionRequest(as, client, auth, tokens.access_token, http),
+    );
+    expect(introspected).toMatchObject({ active: true, client_id: view.client_id, scope: 'users:read' });
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, tokens.access_token, http));
   });
 });
