@@ -794,3 +794,36 @@ describe('private_key_jwt from a standards-strict client library (oauth4webapi)'
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, tokens.access_token, http));
   });
 });
+
+describe('the per-client rate limit of /token with private_key_jwt', () => {
+  it("counts a request by its assertion's sub when it sends no client_id, from whatever address", async () => {
+    const t = await createTestApp({ RATE_LIMIT_TOKEN: '2', TRUST_PROXY: '1' });
+    try {
+      const key = await signer('ES256');
+      const client = await keyClient(t, [key]);
+      const send = async (address: string, clientId = client.client_id) =>
+        t
+          .http()
+          .post('/token')
+          .set('X-Forwarded-For', address)
+          .type('form')
+          .send(
+            new URLSearchParams({
+              ...clientCredentials,
+              client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+              client_assertion: await assertion(t, clientId, key),
+            }).toString(),
+          );
+      expect((await send('203.0.113.1')).status).toBe(200);
+      expect((await send('203.0.113.2')).status).toBe(200);
+      const limited = await send('203.0.113.3');
+      expect(limited.status).toBe(429);
+      expect(limited.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // Another client from a fresh address is not limited by this one's count.
+      expect((await send('203.0.113.4', 'ghost-client')).status).toBe(401);
+    } finally {
+      await t.close();
+    }
+  });
+});
