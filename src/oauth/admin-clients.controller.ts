@@ -81,6 +81,10 @@ export class AdminClientsController {
           refreshGraceSeconds: body.refresh_grace_seconds,
           resources: body.resources,
           postLogoutRedirectUris: body.post_logout_redirect_uris,
+          tokenEndpointAuthMethod: body.token_endpoint_auth_method,
+          jwks: body.jwks,
+          jwksUri: body.jwks_uri,
+          tokenEndpointAuthSigningAlg: body.token_endpoint_auth_signing_alg,
         },
         by,
       ),
@@ -102,7 +106,15 @@ export class AdminClientsController {
     return checked(() =>
       this.clients.update(
         clientId,
-        { scope: body.scope, redirectUris: body.redirect_uris, postLogoutRedirectUris: body.post_logout_redirect_uris },
+        {
+          scope: body.scope,
+          redirectUris: body.redirect_uris,
+          postLogoutRedirectUris: body.post_logout_redirect_uris,
+          tokenEndpointAuthMethod: body.token_endpoint_auth_method,
+          jwks: body.jwks,
+          jwksUri: body.jwks_uri,
+          tokenEndpointAuthSigningAlg: body.token_endpoint_auth_signing_alg,
+        },
         by,
       ),
     );

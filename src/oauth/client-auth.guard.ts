@@ -36,7 +36,7 @@ function formBody(req: Request): Record<string, string> {
 
 /**
  * Client authentication at /token, /revoke and /introspect (RFC 6749 2.3): reads the form body, authenticates
- * the client by `client_secret_basic`, `client_secret_post` or `none`, and hands both to the handler through
+ * the client by `client_secret_basic`, `client_secret_post`, `private_key_jwt` or `none`, and hands both to the handler through
  * {@link AuthenticatedClient} and {@link OAuthForm}.
  */
 @Injectable()
@@ -52,6 +52,9 @@ export class ClientAuthGuard implements CanActivate {
         authorization: req.headers.authorization,
         clientId: form.client_id,
         clientSecret: form.client_secret,
+        clientAssertionType: form.client_assertion_type,
+        clientAssertion: form.client_assertion,
+        endpoint: req.path,
       },
       auditContextOf(req),
     );

@@ -13,6 +13,8 @@ import { allScopes, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataConfig } from './cimd/client-metadata.config';
+import { ClientAssertionVerifier, JWT_BEARER_ASSERTION_TYPE, assertionSubject } from './client-assertion';
+import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg } from './client-jwks';
 
 export interface CreateClientInput {
   name: string;
@@ -28,11 +30,24 @@ export interface CreateClientInput {
   resources?: string[];
   /** Dynamic registration: the hash of the registration access token (such a client is never trusted). */
   registrationTokenHash?: string;
-  /** A confidential client's one authentication method; either when omitted. */
-  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
+  /** A confidential client's one authentication method; either secret method when omitted. */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod;
+  /** `private_key_jwt`: its public keys (a JWK Set), or the https URL of them (`jwksUri`); exactly one of the two. */
+  jwks?: unknown;
+  jwksUri?: unknown;
+  /** `private_key_jwt`: the one algorithm its assertions may use; any supported when omitted. */
+  tokenEndpointAuthSigningAlg?: unknown;
   /** OpenID Connect RP-initiated logout: where the browser may go after signing out (none when omitted). */
   postLogoutRedirectUris?: string[];
 }
+
+/** The authentication methods a confidential client may be registered for. */
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
+export const TOKEN_ENDPOINT_AUTH_METHODS: readonly TokenEndpointAuthMethod[] = [
+  'client_secret_basic',
+  'client_secret_post',
+  'private_key_jwt',
+];
 
 export interface ClientView {
   client_id: string;
@@ -46,6 +61,11 @@ export interface ClientView {
   post_logout_redirect_uris: string[];
   public: boolean;
   trusted: boolean;
+  /** Only for a `private_key_jwt` client: the method, its keys (or their URL) and its one algorithm, if it has one. */
+  token_endpoint_auth_method?: 'private_key_jwt';
+  jwks?: JwkSet;
+  jwks_uri?: string;
+  token_endpoint_auth_signing_alg?: string;
 }
 
 /** What a token-endpoint request presents to authenticate its client. */
@@ -54,6 +74,11 @@ export interface ClientCredentials {
   authorization?: string;
   clientId?: string;
   clientSecret?: string;
+  /** RFC 7521 4.2 `client_assertion_type` and `client_assertion` (`private_key_jwt`). */
+  clientAssertionType?: string;
+  clientAssertion?: string;
+  /** The path called (`/token`, `/revoke`, `/introspect`): an assertion's `aud` may name it. */
+  endpoint?: string;
 }
 
 export interface UpdateClientInput {
@@ -63,6 +88,14 @@ export interface UpdateClientInput {
   redirectUris?: string[];
   /** Replaces the registered post-logout redirect URIs (an empty list removes them). */
   postLogoutRedirectUris?: string[];
+  /**
+   * `private_key_jwt` (a confidential client with a secret becomes one: its secret stops working) or the
+   * client's current method; with `jwks` or `jwksUri`, which replace the client's keys.
+   */
+  tokenEndpointAuthMethod?: 'private_key_jwt';
+  jwks?: unknown;
+  jwksUri?: unknown;
+  tokenEndpointAuthSigningAlg?: unknown;
 }
 
 export class InvalidClientInputError extends Error {
@@ -111,6 +144,66 @@ function checkedName(name: string | undefined, field: string): string {
 /** The redirect URIs of a client with `grantTypes`: required for the code grant; a client that only acts as itself may have none. */
 function redirectUrisFor(grantTypes: GrantType[], uris: string[]): string[] {
   return grantTypes.includes('authorization_code') || uris.length ? checkedRedirectUris(uris) : [];
+}
+
+/** A `private_key_jwt` client's keys: `jwks` or `jwksUri` (one of them), and its algorithm if it names one. */
+type KeySettings = Pick<Client, 'jwks' | 'jwksUri' | 'tokenEndpointAuthSigningAlg'>;
+
+const NO_KEYS: KeySettings = { jwks: null, jwksUri: null, tokenEndpointAuthSigningAlg: null };
+
+function checkedKeySettings(input: { jwks?: unknown; jwksUri?: unknown; tokenEndpointAuthSigningAlg?: unknown }): KeySettings {
+  if ((input.jwks === undefined) === (input.jwksUri === undefined)) {
+    throw new InvalidClientInputError('private_key_jwt needs the public keys as either jwks or jwks_uri (one of them)');
+  }
+  try {
+    return {
+      jwks: input.jwks === undefined ? null : checkedJwks(input.jwks),
+      jwksUri: input.jwksUri === undefined ? null : checkedJwksUri(input.jwksUri),
+      tokenEndpointAuthSigningAlg:
+        input.tokenEndpointAuthSigningAlg === undefined ? null : checkedSigningAlg(input.tokenEndpointAuthSigningAlg),
+    };
+  } catch (error) {
+    if (error instanceof InvalidJwksError) throw new InvalidClientInputError(error.message);
+    throw error;
+  }
+}
+
+/**
+ * A client's new keys (`client:update`, the admin API): a `private_key_jwt` client's replaced, or a confidential
+ * client with a secret made a `private_key_jwt` one (its secret hash goes: the secret stops working).
+ */
+function changedKeys(client: Client, changes: UpdateClientInput): Partial<Client> {
+  if (client.isPublic) throw new InvalidClientInputError('a public client has no keys (jwks, jwks_uri)');
+  if (changes.tokenEndpointAuthMethod !== undefined && changes.tokenEndpointAuthMethod !== 'private_key_jwt') {
+    throw new InvalidClientInputError('--auth-method can only be changed to private_key_jwt');
+  }
+  const method = changes.tokenEndpointAuthMethod ?? client.tokenEndpointAuthMethod;
+  if (method !== 'private_key_jwt') {
+    throw new InvalidClientInputError('jwks and jwks_uri are for private_key_jwt clients: give --auth-method private_key_jwt with them');
+  }
+  const keys = checkedKeySettings({
+    jwks: changes.jwks,
+    jwksUri: changes.jwksUri,
+    // The algorithm stays unless a new one is named.
+    tokenEndpointAuthSigningAlg: changes.tokenEndpointAuthSigningAlg ?? client.tokenEndpointAuthSigningAlg ?? undefined,
+  });
+  return { ...keys, tokenEndpointAuthMethod: 'private_key_jwt', secretHash: null };
+}
+
+/** The keys of a new client: only `private_key_jwt` has (and needs) them. */
+function keySettingsFor(input: CreateClientInput): KeySettings {
+  const method = input.tokenEndpointAuthMethod;
+  if (method !== undefined && !TOKEN_ENDPOINT_AUTH_METHODS.includes(method)) {
+    throw new InvalidClientInputError(`--auth-method must be one of: ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}`);
+  }
+  if (method === 'private_key_jwt') {
+    if (input.isPublic) throw new InvalidClientInputError('a --public client has no authentication method (not private_key_jwt)');
+    return checkedKeySettings(input);
+  }
+  if (input.jwks !== undefined || input.jwksUri !== undefined || input.tokenEndpointAuthSigningAlg !== undefined) {
+    throw new InvalidClientInputError('jwks, jwks_uri and token_endpoint_auth_signing_alg are for private_key_jwt clients only');
+  }
+  return NO_KEYS;
 }
 
 const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
@@ -246,6 +339,7 @@ export class ClientsService {
     @InjectRepository(Client) private readonly clients: Repository<Client>,
     private readonly audit: AuditService,
     private readonly metadataDocuments: ClientMetadataConfig,
+    private readonly assertions: ClientAssertionVerifier,
   ) {}
 
   async create(input: CreateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
@@ -261,7 +355,9 @@ export class ClientsService {
     if (input.trusted && !grantTypes.includes('authorization_code')) {
       throw new InvalidClientInputError('--trusted only skips the consent page, which needs --grant authorization_code');
     }
-    const secret = input.isPublic ? undefined : randomSecret(32);
+    const keys = keySettingsFor(input);
+    // A private_key_jwt client proves itself with its key: it has no secret that could leak.
+    const secret = input.isPublic || input.tokenEndpointAuthMethod === 'private_key_jwt' ? undefined : randomSecret(32);
     const client = this.clients.create({
       id: randomSecret(16),
       secretHash: secret ? hashSecret(secret) : null,
@@ -276,6 +372,7 @@ export class ClientsService {
       trusted: Boolean(input.trusted),
       registrationTokenHash: input.registrationTokenHash ?? null,
       tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
+      ...keys,
       createdAt: Date.now(),
     });
     const details = { name, grant_types: grantTypes.join(' ') };
@@ -294,8 +391,15 @@ export class ClientsService {
     const found = isRegisteredClientId(clientId) ? await this.clients.findOne({ where: { id: clientId } }) : null;
     if (!found || found.metadataDocument !== null) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
-    if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined) {
-      throw new InvalidClientInputError('give --scope, --redirect-uri and/or --post-logout-redirect-uri to change');
+    const keysChanged =
+      changes.tokenEndpointAuthMethod !== undefined ||
+      changes.jwks !== undefined ||
+      changes.jwksUri !== undefined ||
+      changes.tokenEndpointAuthSigningAlg !== undefined;
+    if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined && !keysChanged) {
+      throw new InvalidClientInputError(
+        'give --scope, --redirect-uri, --post-logout-redirect-uri and/or --jwks-file or --jwks-uri (private_key_jwt) to change',
+      );
     }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
     if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
@@ -312,6 +416,11 @@ export class ClientsService {
     if (changes.scope !== undefined) set.scope = client.scope;
     if (changes.redirectUris !== undefined) set.redirectUris = client.redirectUris;
     if (changes.postLogoutRedirectUris !== undefined) set.postLogoutRedirectUris = client.postLogoutRedirectUris;
+    if (keysChanged) {
+      const keys = changedKeys(found, changes);
+      Object.assign(set, keys);
+      Object.assign(client, keys);
+    }
     await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [this.updateOf(client.id, set)]);
     this.cache.delete(client.id);
     return ClientsService.view(client);
@@ -323,7 +432,10 @@ export class ClientsService {
    */
   async replaceRegistration(
     clientId: string,
-    input: Pick<CreateClientInput, 'name' | 'redirectUris' | 'scope' | 'grantTypes' | 'postLogoutRedirectUris'>,
+    input: Pick<
+      CreateClientInput,
+      'name' | 'redirectUris' | 'scope' | 'grantTypes' | 'postLogoutRedirectUris' | 'jwks' | 'jwksUri' | 'tokenEndpointAuthSigningAlg'
+    >,
     by: AuditBy,
   ): Promise<Client> {
     const found = await this.find(clientId);
@@ -337,6 +449,10 @@ export class ClientsService {
       scope: checkedScope(input.scope ?? allScopes().join(' ')),
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
       postLogoutRedirectUris: checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
+      // A private_key_jwt client registers its keys anew with the rest (RFC 7592 2.2: the request replaces all).
+      ...(found.tokenEndpointAuthMethod === 'private_key_jwt'
+        ? keySettingsFor({ ...input, tokenEndpointAuthMethod: 'private_key_jwt', isPublic: false, redirectUris: [] })
+        : keySettingsFor({ ...input, redirectUris: [] })),
     };
     const details = { changed: 'registration' };
     await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.updateOf(clientId, changes)]);
@@ -363,6 +479,7 @@ export class ClientsService {
     const client = await this.findRegistered(clientId);
     if (!client) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     if (client.isPublic) throw new InvalidClientInputError('a public client has no secret');
+    if (client.tokenEndpointAuthMethod === 'private_key_jwt') throw new InvalidClientInputError('a private_key_jwt client has no secret');
     const secret = randomSecret(32);
     await this.audit.recorded({ type: 'client.secret_rotated', clientId }, by, [
       this.updateOf(clientId, { secretHash: hashSecret(secret) }),
@@ -396,6 +513,14 @@ export class ClientsService {
       post_logout_redirect_uris: client.postLogoutRedirectUris,
       public: client.isPublic,
       trusted: client.trusted,
+      ...(client.tokenEndpointAuthMethod === 'private_key_jwt'
+        ? {
+            token_endpoint_auth_method: 'private_key_jwt' as const,
+            ...(client.jwks ? { jwks: client.jwks } : {}),
+            ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
+            ...(client.tokenEndpointAuthSigningAlg ? { token_endpoint_auth_signing_alg: client.tokenEndpointAuthSigningAlg } : {}),
+          }
+        : {}),
     };
   }
 
@@ -443,7 +568,10 @@ export class ClientsService {
       return await this.checkCredentials(credentials);
     } catch (error) {
       if (error instanceof OAuthError && error.error === 'invalid_client') {
-        const named = parseBasicCredentials(credentials.authorization)?.id ?? credentials.clientId;
+        const named =
+          parseBasicCredentials(credentials.authorization)?.id ??
+          credentials.clientId ??
+          (credentials.clientAssertion !== undefined ? assertionSubject(credentials.clientAssertion) : undefined);
         const known = named !== undefined ? await this.find(named) : undefined;
         const suppressed = this.failureEvents.admit(known?.id ?? '', Date.now());
         if (suppressed !== undefined) {
@@ -460,6 +588,12 @@ export class ClientsService {
 
   private async checkCredentials(credentials: ClientCredentials): Promise<Client> {
     const header = credentials.authorization;
+    if (credentials.clientAssertion !== undefined || credentials.clientAssertionType !== undefined) {
+      if (header !== undefined || credentials.clientSecret !== undefined) {
+        throw new OAuthError('invalid_request', 'Use one client authentication method, not two.');
+      }
+      return this.checkAssertion(credentials);
+    }
     const parsed = parseBasicCredentials(header);
     if (header !== undefined && parsed === undefined) {
       throw new OAuthError('invalid_client', 'Unsupported client authentication.', true);
@@ -488,6 +622,9 @@ export class ClientsService {
       }
       return client;
     }
+    if (client.tokenEndpointAuthMethod === 'private_key_jwt') {
+      throw new OAuthError('invalid_client', 'This client authenticates with private_key_jwt.', usedBasic);
+    }
     if (secret === undefined || !client.secretHash || !safeEqual(client.secretHash, hashSecret(secret))) {
       throw new OAuthError('invalid_client', 'Client authentication failed.', usedBasic);
     }
@@ -495,6 +632,27 @@ export class ClientsService {
     if (client.tokenEndpointAuthMethod !== null && client.tokenEndpointAuthMethod !== method) {
       throw new OAuthError('invalid_client', `This client authenticates with ${client.tokenEndpointAuthMethod}.`, usedBasic);
     }
+    return client;
+  }
+
+  /** `private_key_jwt`: the client is the assertion's `sub` (or `client_id`, which must then be the same). */
+  private async checkAssertion(credentials: ClientCredentials): Promise<Client> {
+    if (credentials.clientAssertionType !== JWT_BEARER_ASSERTION_TYPE) {
+      throw new OAuthError('invalid_client', `client_assertion_type must be ${JWT_BEARER_ASSERTION_TYPE}.`);
+    }
+    const assertion = credentials.clientAssertion;
+    if (!assertion) throw new OAuthError('invalid_client', 'client_assertion is required with client_assertion_type.');
+    const subject = assertionSubject(assertion);
+    if (credentials.clientId !== undefined && subject !== undefined && credentials.clientId !== subject) {
+      throw new OAuthError('invalid_client', 'client_id does not match the client assertion.');
+    }
+    const clientId = credentials.clientId ?? subject;
+    const client = clientId ? await this.find(clientId) : undefined;
+    if (!client) throw new OAuthError('invalid_client', 'Client authentication failed.');
+    if (client.tokenEndpointAuthMethod !== 'private_key_jwt') {
+      throw new OAuthError('invalid_client', 'This client does not authenticate with private_key_jwt.');
+    }
+    await this.assertions.verify(client, assertion, credentials.endpoint ?? '/token');
     return client;
   }
 }

@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { NoQueryParams } from '../common/validation';
 import { Public } from '../auth/auth.decorators';
 import { allScopes } from '../auth/scopes';
+import { ASSERTION_SIGNING_ALGS } from './client-jwks';
 import { GRANT_TYPES } from './entities/client.entity';
 import { SCOPE_CLAIMS } from './oidc.scopes';
 import { RegistrationService } from './registration.service';
@@ -53,9 +54,12 @@ export class MetadataController {
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       grant_types_supported: [...GRANT_TYPES],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_SIGNING_ALGS],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_SIGNING_ALGS],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+      introspection_endpoint_auth_signing_alg_values_supported: [...ASSERTION_SIGNING_ALGS],
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
       // draft-ietf-oauth-client-id-metadata-document: an https URL of the client's own metadata document as client_id.

@@ -9,7 +9,9 @@ import { KeysModule } from '../keys/keys.module';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './authorization-request';
 import { AuthorizeController } from './authorize.controller';
+import { ClientAssertionVerifier } from './client-assertion';
 import { ClientAuthGuard } from './client-auth.guard';
+import { ClientKeys } from './client-keys';
 import { ClientsService } from './clients.service';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentService } from './consent.service';
@@ -41,6 +43,7 @@ import { AdminClientsController } from './admin-clients.controller';
 import { RegistrationConfig } from './registration.config';
 import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
+import { RemoteJsonFetcher, SafeRemoteJson } from './remote-json';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { TokenIssuer } from './token-issuer.service';
 import { TokenExchangeGrantService } from './token-exchange-grant.service';
@@ -90,6 +93,10 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     SqlRunner,
     ClientsService,
     ClientAuthGuard,
+    ClientAssertionVerifier,
+    ClientKeys,
+    // The minimal fetcher for clients' jwks_uri; a hardened one (SSRF checks, shared cache) replaces it here.
+    { provide: RemoteJsonFetcher, useClass: SafeRemoteJson },
     SessionsService,
     ConsentService,
     ConnectedAppsService,

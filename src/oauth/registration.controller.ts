@@ -22,6 +22,7 @@ import { Public } from '../auth/auth.decorators';
 import { ApiProblems } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
 import { GRANT_TYPES, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
+import { ASSERTION_SIGNING_ALGS } from './client-jwks';
 import { safeDescription } from './oauth-error';
 import { type RegisteredClient, RegistrationError, RegistrationService } from './registration.service';
 
@@ -49,7 +50,15 @@ function bearerOf(req: Request): string | undefined {
 
 const METADATA_PROPERTIES: Record<string, SchemaObject> = {
   redirect_uris: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'https, or http on a loopback address' },
-  token_endpoint_auth_method: { type: 'string', enum: ['none', 'client_secret_basic', 'client_secret_post'] },
+  token_endpoint_auth_method: { type: 'string', enum: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] },
+  jwks: {
+    type: 'object',
+    required: ['keys'],
+    properties: { keys: { type: 'array', maxItems: 10, items: { type: 'object' } } },
+    description: 'private_key_jwt: the public keys (RSA, EC P-256, OKP Ed25519; no private members); not with jwks_uri',
+  },
+  jwks_uri: { type: 'string', format: 'uri', description: 'private_key_jwt: an https URL of the public keys; not with jwks' },
+  token_endpoint_auth_signing_alg: { type: 'string', enum: [...ASSERTION_SIGNING_ALGS], description: 'private_key_jwt: the one algorithm' },
   grant_types: {
     type: 'array',
     items: { type: 'string', enum: [...GRANT_TYPES] },

@@ -6,6 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { ClientsService, InvalidClientInputError } from './clients.service';
 import { type Client, GRANT_TYPES, type GrantType } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
+import type { JwkSet } from './client-jwks';
 import { RegistrationConfig } from './registration.config';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
 
@@ -22,7 +23,7 @@ export class RegistrationError extends Error {
   }
 }
 
-const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const;
+const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 type AuthMethod = (typeof AUTH_METHODS)[number];
 
 /** What a registration request asks for, checked (RFC 7591 2); other fields are ignored (RFC 7591 3.1). */
@@ -34,6 +35,10 @@ interface ClientMetadata {
   scope: string;
   /** OpenID Connect RP-Initiated Logout 1.0, section 3.1 (none: the logout ends on this server's page). */
   postLogoutRedirectUris: string[];
+  /** `private_key_jwt`: as sent, checked by the clients service (exactly one of `jwks` and `jwks_uri`). */
+  jwks?: unknown;
+  jwksUri?: unknown;
+  signingAlg?: unknown;
 }
 
 /** The client information response (RFC 7591 3.2.1, RFC 7592 3). */
@@ -51,6 +56,9 @@ export interface RegisteredClient {
   token_endpoint_auth_method: AuthMethod;
   scope: string;
   post_logout_redirect_uris: string[];
+  jwks?: JwkSet;
+  jwks_uri?: string;
+  token_endpoint_auth_signing_alg?: string;
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -127,6 +135,9 @@ export class RegistrationService {
           postLogoutRedirectUris: metadata.postLogoutRedirectUris,
           registrationTokenHash: hashSecret(registrationToken),
           tokenEndpointAuthMethod: metadata.authMethod === 'none' ? undefined : metadata.authMethod,
+          jwks: metadata.jwks,
+          jwksUri: metadata.jwksUri,
+          tokenEndpointAuthSigningAlg: metadata.signingAlg,
         },
         { actor: 'anonymous', context },
       ),
@@ -167,6 +178,9 @@ export class RegistrationService {
           scope: metadata.scope,
           grantTypes: metadata.grantTypes,
           postLogoutRedirectUris: metadata.postLogoutRedirectUris,
+          jwks: metadata.jwks,
+          jwksUri: metadata.jwksUri,
+          tokenEndpointAuthSigningAlg: metadata.signingAlg,
         },
         { actor: `client:${clientId}`, context },
       ),
@@ -241,6 +255,13 @@ export class RegistrationService {
     const scopes = scopeValue.split(' ').filter(Boolean);
     if (scopes.length === 0 || scopes.some((s) => !isScope(s))) throw metadataError(`scope must be a subset of: ${allScopes().join(' ')}.`);
 
+    // RFC 7591 2: jwks and jwks_uri are mutually exclusive; both only for private_key_jwt (the clients service checks).
+    if (fields.jwks !== undefined && fields.jwks_uri !== undefined) throw metadataError('jwks and jwks_uri must not both be given.');
+    const keys =
+      authMethod === 'private_key_jwt'
+        ? { jwks: fields.jwks, jwksUri: fields.jwks_uri, signingAlg: fields.token_endpoint_auth_signing_alg }
+        : {};
+
     return {
       name: name.trim(),
       redirectUris,
@@ -248,6 +269,7 @@ export class RegistrationService {
       authMethod,
       scope: [...new Set(scopes)].join(' '),
       postLogoutRedirectUris,
+      ...keys,
     };
   }
 
@@ -275,6 +297,9 @@ export class RegistrationService {
       token_endpoint_auth_method: authMethod,
       scope: client.scope,
       post_logout_redirect_uris: client.postLogoutRedirectUris,
+      ...(client.jwks ? { jwks: client.jwks } : {}),
+      ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
+      ...(client.tokenEndpointAuthSigningAlg ? { token_endpoint_auth_signing_alg: client.tokenEndpointAuthSigningAlg } : {}),
     };
   }
 }
@@ -282,5 +307,6 @@ export class RegistrationService {
 /** How a stored client authenticates: `none` without a secret, else its registered method (basic, RFC 7591's default). */
 function authMethodOf(client: Client): AuthMethod {
   if (client.isPublic) return 'none';
+  if (client.tokenEndpointAuthMethod === 'private_key_jwt') return 'private_key_jwt';
   return client.tokenEndpointAuthMethod === 'client_secret_post' ? 'client_secret_post' : 'client_secret_basic';
 }

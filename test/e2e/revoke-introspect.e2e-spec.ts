@@ -216,7 +216,8 @@ describe('POST /revoke and POST /introspect', () => {
           'client_credentials',
           'urn:ietf:params:oauth:grant-type:token-exchange',
         ],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+        // The contract lists three; private_key_jwt (RFC 7523, written later) adds a fourth.
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
       });

@@ -15,12 +15,24 @@ function bucketOf(context: ExecutionContext): RateLimitBucket | undefined {
   return Reflect.getMetadata(BUCKET_KEY, context.getHandler()) as RateLimitBucket | undefined;
 }
 
-/** The client a /token request names (HTTP Basic user or `client_id`), whether or not it exists. */
+/** The `sub` of a JWT, unverified (a `private_key_jwt` assertion names its client there): only to count requests by. */
+function subjectOf(jwt: string): string | undefined {
+  try {
+    const claims = JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub?: unknown };
+    return typeof claims?.sub === 'string' ? claims.sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The client a /token request names (HTTP Basic user, `client_id` or its assertion's `sub`), whether or not it exists. */
 function clientOf(req: Request): string {
   const basic = parseBasicCredentials(req.headers.authorization);
   if (basic) return `client:${basic.id.slice(0, 100)}`;
   const body = req.body as Record<string, unknown> | undefined;
   if (body && typeof body.client_id === 'string') return `client:${body.client_id.slice(0, 100)}`;
+  const subject = body && typeof body.client_assertion === 'string' ? subjectOf(body.client_assertion) : undefined;
+  if (subject !== undefined) return `client:${subject.slice(0, 100)}`;
   return `ip:${clientAddress(req)}`;
 }
 

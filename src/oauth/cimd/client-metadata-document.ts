@@ -2,6 +2,7 @@ import { allScopes, isScope } from '../../auth/scopes';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
 import type { GrantType } from '../entities/client.entity';
 import { selfAssertedRedirectUriProblem } from '../redirect-uris';
+import { type AssertionSigningAlg, InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg } from '../client-jwks';
 
 /** A document that is not a usable client ID metadata document; the message says which rule it broke. */
 export class InvalidMetadataDocumentError extends Error {
@@ -18,8 +19,10 @@ export interface ClientMetadata {
   grantTypes: GrantType[];
   /** `none` (a public client, PKCE) or `private_key_jwt` (authenticates with a key of `jwks` / `jwks_uri`). */
   tokenEndpointAuthMethod: 'none' | 'private_key_jwt';
-  jwks?: { keys: unknown[] };
+  jwks?: JwkSet;
   jwksUri?: string;
+  /** `private_key_jwt`: the one algorithm its assertions may use, when the document names one. */
+  signingAlg?: AssertionSigningAlg;
 }
 
 const GRANTS: readonly GrantType[] = ['authorization_code', 'refresh_token'];
@@ -69,16 +72,25 @@ export function clientMetadataOf(url: string, body: unknown): ClientMetadata {
   if (SHARED_SECRET_METHODS.has(method)) fail(`token_endpoint_auth_method ${method} needs a shared secret, which a document cannot have`);
   if (method !== 'none' && method !== 'private_key_jwt') fail('token_endpoint_auth_method must be none or private_key_jwt');
 
-  const jwks = fields.jwks;
-  const jwksUri = fields.jwks_uri;
-  if (jwks !== undefined && (typeof jwks !== 'object' || jwks === null || !Array.isArray((jwks as { keys?: unknown }).keys))) {
-    fail('jwks must be a JSON Web Key Set ({"keys": [...]})');
+  if (fields.jwks !== undefined && fields.jwks_uri !== undefined) fail('jwks and jwks_uri must not both be given');
+  if (method === 'private_key_jwt' && fields.jwks === undefined && fields.jwks_uri === undefined) {
+    fail('private_key_jwt needs jwks or jwks_uri');
   }
-  if (jwksUri !== undefined && (typeof jwksUri !== 'string' || !jwksUri.startsWith('https://') || !URL.canParse(jwksUri))) {
-    fail('jwks_uri must be an https URL');
+  // The keys a private_key_jwt client signs with, under the rules of registered clients' keys (public members only).
+  let keys: Pick<ClientMetadata, 'jwks' | 'jwksUri' | 'signingAlg'> = {};
+  if (method === 'private_key_jwt') {
+    try {
+      keys = {
+        ...(fields.jwks !== undefined ? { jwks: checkedJwks(fields.jwks) } : { jwksUri: checkedJwksUri(fields.jwks_uri) }),
+        ...(fields.token_endpoint_auth_signing_alg !== undefined
+          ? { signingAlg: checkedSigningAlg(fields.token_endpoint_auth_signing_alg) }
+          : {}),
+      };
+    } catch (error) {
+      if (error instanceof InvalidJwksError) fail(error.message);
+      throw error;
+    }
   }
-  if (jwks !== undefined && jwksUri !== undefined) fail('jwks and jwks_uri must not both be given');
-  if (method === 'private_key_jwt' && jwks === undefined && jwksUri === undefined) fail('private_key_jwt needs jwks or jwks_uri');
 
   const grants = stringList(fields, 'grant_types') ?? [...GRANTS];
   if (grants.some((g) => !(GRANTS as readonly string[]).includes(g))) fail(`grant_types must be among: ${GRANTS.join(', ')}`);
@@ -101,7 +113,6 @@ export function clientMetadataOf(url: string, body: unknown): ClientMetadata {
     scope,
     grantTypes: GRANTS.filter((g) => grants.includes(g)),
     tokenEndpointAuthMethod: method,
-    ...(jwks !== undefined ? { jwks: jwks as { keys: unknown[] } } : {}),
-    ...(typeof jwksUri === 'string' ? { jwksUri } : {}),
+    ...keys,
   };
 }

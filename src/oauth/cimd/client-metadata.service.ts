@@ -17,13 +17,16 @@ export class ClientMetadataError extends CachedFailure {
 /** A URL client seen for the first time: its row. A registered client's row is never touched (ids never collide). */
 const INSERT_CLIENT = sql`
   INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
-    post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, trusted, created_at, metadata_document)
-  VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :trusted, :now, :document)
+    post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, jwks, jwks_uri, token_endpoint_auth_signing_alg,
+    trusted, created_at, metadata_document)
+  VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :jwks, :jwksUri, :signingAlg,
+    :trusted, :now, :document)
   ON CONFLICT (id) DO NOTHING`;
 /** A URL client whose document changed: its row follows. */
 const UPDATE_CLIENT = sql`
   UPDATE clients SET name = :name, redirect_uris = :redirectUris, scope = :scope, is_public = :isPublic, grant_types = :grantTypes,
-    token_endpoint_auth_method = :authMethod, metadata_document = :document
+    token_endpoint_auth_method = :authMethod, jwks = :jwks, jwks_uri = :jwksUri, token_endpoint_auth_signing_alg = :signingAlg,
+    metadata_document = :document
   WHERE id = :id AND metadata_document IS NOT NULL AND metadata_document <> :document`;
 
 /**
@@ -84,6 +87,7 @@ export class ClientMetadataDocuments {
       token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
       ...(metadata.jwks ? { jwks: metadata.jwks } : {}),
       ...(metadata.jwksUri ? { jwks_uri: metadata.jwksUri } : {}),
+      ...(metadata.signingAlg ? { token_endpoint_auth_signing_alg: metadata.signingAlg } : {}),
     });
     const now = Date.now();
     const client: Client = {
@@ -99,6 +103,9 @@ export class ClientMetadataDocuments {
       postLogoutRedirectUris: [],
       registrationTokenHash: null,
       tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod === 'none' ? null : metadata.tokenEndpointAuthMethod,
+      jwks: metadata.jwks ?? null,
+      jwksUri: metadata.jwksUri ?? null,
+      tokenEndpointAuthSigningAlg: metadata.signingAlg ?? null,
       trusted: false,
       createdAt: now,
       metadataDocument: document,
@@ -111,6 +118,9 @@ export class ClientMetadataDocuments {
       isPublic: client.isPublic,
       grantTypes: client.grantTypes.join(' '),
       authMethod: client.tokenEndpointAuthMethod,
+      jwks: client.jwks ? JSON.stringify(client.jwks) : null,
+      jwksUri: client.jwksUri,
+      signingAlg: client.tokenEndpointAuthSigningAlg,
       trusted: false,
       now,
       document,

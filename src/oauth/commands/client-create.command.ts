@@ -1,6 +1,7 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { collect, printJson } from '../../common/command-line';
-import { ClientsService } from '../clients.service';
+import { readJwksFile } from './jwks-file';
+import { ClientsService, type TokenEndpointAuthMethod } from '../clients.service';
 
 interface ClientCreateOptions {
   name?: string;
@@ -12,6 +13,10 @@ interface ClientCreateOptions {
   refreshGrace?: number;
   resource?: string[];
   postLogoutRedirectUri?: string[];
+  authMethod?: string;
+  jwksFile?: string;
+  jwksUri?: string;
+  signingAlg?: string;
 }
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
@@ -33,6 +38,10 @@ export class ClientCreateCommand extends CommandRunner {
         refreshGraceSeconds: options.refreshGrace,
         resources: options.resource,
         postLogoutRedirectUris: options.postLogoutRedirectUri,
+        tokenEndpointAuthMethod: options.authMethod as TokenEndpointAuthMethod | undefined,
+        jwks: readJwksFile(options.jwksFile),
+        jwksUri: options.jwksUri,
+        tokenEndpointAuthSigningAlg: options.signingAlg,
       }),
     );
   }
@@ -93,6 +102,33 @@ export class ClientCreateCommand extends CommandRunner {
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; every scope when omitted' })
   scope(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--auth-method <method>',
+    description:
+      "a confidential client's one authentication method: client_secret_basic, client_secret_post or private_key_jwt (no secret; needs --jwks-file or --jwks-uri)",
+  })
+  authMethod(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--jwks-file <path>', description: 'private_key_jwt: a file holding the public keys as a JWK Set (JSON)' })
+  jwksFile(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--jwks-uri <url>', description: 'private_key_jwt: an https URL of the public keys (a JWK Set)' })
+  jwksUri(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--signing-alg <alg>',
+    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA)',
+  })
+  signingAlg(value: string): string {
     return value;
   }
 }

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { CommandInputError, collect, printJson } from '../../common/command-line';
+import { readJwksFile } from './jwks-file';
 import { ClientsService } from '../clients.service';
 
 interface ClientUpdateOptions {
@@ -8,6 +9,10 @@ interface ClientUpdateOptions {
   scope?: string;
   postLogoutRedirectUri?: string[];
   clearPostLogoutRedirectUris?: boolean;
+  authMethod?: string;
+  jwksFile?: string;
+  jwksUri?: string;
+  signingAlg?: string;
 }
 
 /**
@@ -32,6 +37,10 @@ export class ClientUpdateCommand extends CommandRunner {
         scope: options.scope,
         redirectUris: options.redirectUri,
         postLogoutRedirectUris: options.clearPostLogoutRedirectUris ? [] : options.postLogoutRedirectUri,
+        tokenEndpointAuthMethod: options.authMethod as 'private_key_jwt' | undefined,
+        jwks: readJwksFile(options.jwksFile),
+        jwksUri: options.jwksUri,
+        tokenEndpointAuthSigningAlg: options.signingAlg,
       }),
     );
   }
@@ -58,6 +67,36 @@ export class ClientUpdateCommand extends CommandRunner {
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; replaces the allowed scopes' })
   scope(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--auth-method <method>',
+    description:
+      'private_key_jwt: a confidential client with a secret authenticates with its key from now on (the secret stops working); needs --jwks-file or --jwks-uri',
+  })
+  authMethod(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--jwks-file <path>',
+    description: 'private_key_jwt: a file holding the public keys as a JWK Set (JSON); replaces the keys',
+  })
+  jwksFile(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--jwks-uri <url>', description: 'private_key_jwt: an https URL of the public keys (a JWK Set); replaces the keys' })
+  jwksUri(value: string): string {
+    return value;
+  }
+
+  @Option({
+    flags: '--signing-alg <alg>',
+    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA)',
+  })
+  signingAlg(value: string): string {
     return value;
   }
 }

@@ -1,9 +1,41 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsString, Length, Max, Min } from 'class-validator';
-import { OptionalField, SingleLine } from '../../common/validation';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsString, Length, Max, MaxLength, Min } from 'class-validator';
+import { OneOf, OptionalField, SingleLine } from '../../common/validation';
 import { GRANT_TYPES, type GrantType } from '../entities/client.entity';
-import { MAX_REFRESH_GRACE_SECONDS } from '../clients.service';
+import { MAX_REFRESH_GRACE_SECONDS, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from '../clients.service';
+import { ASSERTION_SIGNING_ALGS } from '../client-jwks';
+
+/** The `private_key_jwt` fields of a client (each checked further by the clients service). */
+class ClientKeysDto {
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    example: { keys: [{ kty: 'EC', crv: 'P-256', kid: 'k1', x: '...', y: '...' }] },
+    description:
+      'private_key_jwt: the public keys as a JWK Set (RSA 2048+, EC P-256, OKP Ed25519; no private members, at most 10); not with jwks_uri',
+  })
+  @OptionalField()
+  @IsObject({ message: 'jwks must be a JWK Set (an object with keys)' })
+  jwks?: object;
+
+  @ApiPropertyOptional({
+    example: 'https://reports.example.com/jwks.json',
+    description: 'private_key_jwt: an https URL of the JWK Set; not with jwks',
+  })
+  @OptionalField()
+  @IsString({ message: 'jwks_uri must be an https URL' })
+  @MaxLength(2000, { message: 'jwks_uri must be an https URL' })
+  jwks_uri?: string;
+
+  @ApiPropertyOptional({
+    enum: ASSERTION_SIGNING_ALGS,
+    description: 'private_key_jwt: the one algorithm its assertions may use (any of these when omitted)',
+  })
+  @OptionalField()
+  @OneOf('token_endpoint_auth_signing_alg', ASSERTION_SIGNING_ALGS)
+  token_endpoint_auth_signing_alg?: string;
+}
 
 /** An optional list of at most 20 URIs (each checked further by the clients service). */
 function OptionalUriList(field: string): PropertyDecorator {
@@ -16,7 +48,7 @@ function OptionalUriList(field: string): PropertyDecorator {
 }
 
 /** POST /admin/clients: what `client:create` takes, as JSON. */
-export class CreateClientDto {
+export class CreateClientDto extends ClientKeysDto {
   @ApiProperty({ example: 'Reporting', minLength: 1, maxLength: 100 })
   @IsString({ message: 'name must be a string' })
   @Length(1, 100, { message: 'name must be 1 to 100 characters' })
@@ -66,10 +98,30 @@ export class CreateClientDto {
   })
   @OptionalUriList('post_logout_redirect_uris')
   post_logout_redirect_uris?: string[];
+
+  @ApiPropertyOptional({
+    enum: TOKEN_ENDPOINT_AUTH_METHODS,
+    description:
+      'a confidential client: its one authentication method (either secret method when omitted); private_key_jwt needs jwks or jwks_uri and gets no secret',
+  })
+  @OptionalField()
+  @OneOf('token_endpoint_auth_method', TOKEN_ENDPOINT_AUTH_METHODS)
+  token_endpoint_auth_method?: TokenEndpointAuthMethod;
 }
 
-/** PUT /admin/clients/{clientId}: the allowed scopes, the redirect URIs and/or the post-logout redirect URIs, each replacing the old list. */
-export class UpdateClientDto {
+/**
+ * PUT /admin/clients/{clientId}: the allowed scopes, the redirect URIs and/or the post-logout redirect URIs, each
+ * replacing the old list; a private_key_jwt client's keys (jwks or jwks_uri), which replace the old ones.
+ */
+export class UpdateClientDto extends ClientKeysDto {
+  @ApiPropertyOptional({
+    enum: ['private_key_jwt'],
+    description: 'makes a confidential client with a secret a private_key_jwt one (its secret stops working); needs jwks or jwks_uri',
+  })
+  @OptionalField()
+  @OneOf('token_endpoint_auth_method', ['private_key_jwt'])
+  token_endpoint_auth_method?: 'private_key_jwt';
+
   @ApiPropertyOptional({ example: 'users:read orders:read', description: 'space-separated' })
   @OptionalField()
   @IsString({ message: 'scope must be a space-separated string' })

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
+import type { JwkSet } from '../client-jwks';
 
 /** RFC 8693 token exchange: a client trades an access token of this server for another one (delegation). */
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -79,10 +80,30 @@ export class Client {
 
   /**
    * The one client authentication method it registered (RFC 7591 `token_endpoint_auth_method`:
-   * `client_secret_basic` or `client_secret_post`); null: a confidential client may use either.
+   * `client_secret_basic`, `client_secret_post` or `private_key_jwt`); null: a confidential client may use either
+   * secret method.
    */
   @Column({ type: 'varchar', length: 32, nullable: true })
   tokenEndpointAuthMethod: string | null;
+
+  /** `private_key_jwt`: its public keys as a JWK Set (checked: public members only); null when it has none inline. */
+  @Column({
+    type: 'text',
+    nullable: true,
+    transformer: {
+      to: (v: JwkSet | null | undefined) => (v ? JSON.stringify(v) : null),
+      from: (v: string | null) => (v ? (JSON.parse(v) as JwkSet) : null),
+    },
+  })
+  jwks: JwkSet | null;
+
+  /** `private_key_jwt`: the https URL of its JWK Set, when its keys are not inline. */
+  @Column({ type: 'text', nullable: true })
+  jwksUri: string | null;
+
+  /** `private_key_jwt`: the one algorithm its assertions may use (RFC 7591 `token_endpoint_auth_signing_alg`); null: any supported. */
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  tokenEndpointAuthSigningAlg: string | null;
 
   /** First-party: no consent screen. */
   @Column({ type: 'boolean' })
