@@ -6,8 +6,10 @@ import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients.service';
 import { Browser, NO_RATE_LIMITS, authorizePath, decodeJwt, pkcePair, redirectParams, signedIn, sleep, token } from '../support/oauth';
-import { type TestApp, bearer, createTestApp } from '../support/test-app';
-import { DocumentServer, certificates } from '../support/document-server';
+import { type TestApp, type TestDatabase, bearer, createTestApp, createTestDatabase } from '../support/test-app';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { JWT_BEARER_ASSERTION_TYPE } from '../../src/oauth/client-assertion';
+import { DocumentServer, certificates, startDocumentServer } from '../support/document-server';
 
 const CALLBACK = 'http://127.0.0.1:8765/callback';
 
@@ -367,5 +369,90 @@ describe('client ID metadata documents turned off', () => {
     expect(metadataRes.body.client_id_metadata_document_supported).toBeUndefined();
     const { browser } = await signedIn(t);
     expectErrorPage(await browser.get(authorizeUrl('https://agent.example/client.json')), 'The client (client_id) is not registered.');
+  });
+});
+
+/**
+ * A metadata-document client that signs instead of using PKCE alone (`private_key_jwt` with the document's `jwks`),
+ * across two instances on one database: the authorization on one, the token request on the other (its first sight
+ * of the client is the row the first one wrote), and its assertion usable once across both.
+ */
+describe('a client ID metadata document with private_key_jwt, across two instances', () => {
+  let documents: Awaited<ReturnType<typeof startDocumentServer>>;
+  let db: TestDatabase;
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    documents = await startDocumentServer();
+    db = await createTestDatabase();
+    const env = { ...NO_RATE_LIMITS, CIMD_CA_FILE: documents.caFile, CIMD_ALLOWED_HOSTS: 'localhost' };
+    a = await createTestApp(env, db);
+    b = await createTestApp(env, db);
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await db?.drop();
+    await documents?.close();
+  });
+
+  it('authorizes on one instance, authenticates by its key on the other, and its assertion works once', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'agent-key-1' };
+    const doc = documents.server.document((url) =>
+      metadata(url, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] }, token_endpoint_auth_signing_alg: 'ES256' }),
+    );
+    // A document that carries a private key is refused outright.
+    const privateJwk = { ...(await exportJWK(privateKey)), kid: 'k' };
+    const leaky = documents.server.document((url) =>
+      metadata(url, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [privateJwk] } }),
+    );
+
+    const { browser } = await signedIn(a);
+    expectErrorPage(await browser.get(authorizeUrl(leaky.url)), 'holds private key members (d): give public keys only');
+    const pkce = pkcePair();
+    const page = await browser.get(authorizeUrl(doc.url, { code_challenge: pkce.challenge }));
+    expect(page.status, page.text.slice(0, 500)).toBe(200);
+    const code = redirectParams(await browser.submit(page, { decision: 'allow' }), CALLBACK).get('code')!;
+
+    const now = Math.floor(Date.now() / 1000);
+    const signed = await new SignJWT({ iss: doc.url, sub: doc.url, aud: b.config.issuer, iat: now, exp: now + 60, jti: randomUUID() })
+      .setProtectedHeader({ alg: 'ES256', kid: jwk.kid })
+      .sign(privateKey);
+    const form = {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: pkce.verifier,
+      client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+      client_assertion: signed,
+    };
+    // Without the assertion: this client is not public.
+    const unauthenticated = await b
+      .http()
+      .post('/token')
+      .type('form')
+      .send(new URLSearchParams({ ...form, client_assertion_type: '', client_assertion: '', client_id: doc.url }).toString());
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.body.error).toBe('invalid_client');
+
+    const tokens = await b.http().post('/token').type('form').send(new URLSearchParams(form).toString());
+    expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
+    expect(decodeJwt(tokens.body.access_token).payload.client_id).toBe(doc.url);
+    // The same assertion again, on the other instance: a replay.
+    const replayed = await a
+      .http()
+      .post('/introspect')
+      .type('form')
+      .send(
+        new URLSearchParams({
+          token: tokens.body.access_token,
+          client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+          client_assertion: signed,
+        }).toString(),
+      );
+    expect(replayed.status).toBe(401);
+    expect(replayed.body.error).toBe('invalid_client');
   });
 });
