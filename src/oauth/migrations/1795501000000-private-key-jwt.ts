@@ -15,7 +15,7 @@ export class PrivateKeyJwt1795501000000 implements MigrationInterface {
       new Table({
         name: 'client_assertion_jtis',
         columns: [
-          { name: 'client_id', type: 'varchar', length: '64', isPrimary: true },
+          { name: 'client_id', type: 'varchar', length: '255', isPrimary: true },
           { name: 'jti_hash', type: 'varchar', length: '64', isPrimary: true },
           { name: 'expires_at', type: 'bigint' },
         ],
