@@ -336,7 +336,7 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
     }
   });
 
-  it('keeps URL clients out of the admin API (not listed, not found by id)', async () => {
+  it('keeps URL clients out of the admin API (not listed, not found by id), while the audit trail finds them by their URL', async () => {
     const doc = server.document((url) => metadata(url));
     expect((await browser.get(authorizeUrl(doc.url))).status).toBe(200);
     const admin = await t.createUser({ role: 'admin' });
@@ -353,6 +353,21 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
       .set(...bearer(adminToken));
     expect(one.status).toBe(404);
     expect(one.headers['content-type']).toMatch(/^application\/problem\+json/);
+
+    const events = await t
+      .http()
+      .get('/admin/audit-events')
+      .query({ client_id: doc.url })
+      .set(...bearer(await t.token(admin.id, ['audit:read'])));
+    expect(events.status, JSON.stringify(events.body)).toBe(200);
+    expect(events.body.data).toEqual([
+      expect.objectContaining({
+        type: 'client.created',
+        client_id: doc.url,
+        actor: 'system',
+        details: expect.objectContaining({ via: 'client ID metadata document' }),
+      }),
+    ]);
   });
 });
 

@@ -28,9 +28,9 @@ export class AuditEventsQueryDto extends PageQueryDto {
   @IsUUID('all', { message: 'user_id must be a UUID' })
   user_id?: string;
 
-  @ApiPropertyOptional({ maxLength: 64, description: 'events about this client' })
+  @ApiPropertyOptional({ maxLength: 255, description: 'events about this client (a registered id, or a client ID URL)' })
   @IsOptional()
-  @Length(1, 64, { message: 'client_id must be 1 to 64 characters' })
+  @Length(1, 255, { message: 'client_id must be 1 to 255 characters' })
   @SingleLine('client_id')
   client_id?: string;
 
