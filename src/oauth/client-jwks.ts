@@ -37,9 +37,14 @@ export class InvalidJwksError extends Error {
   override name = 'InvalidJwksError';
 }
 
+function isEd25519Name(alg: string): boolean {
+  return alg === 'EdDSA' || alg === 'Ed25519';
+}
+
 /** Whether `jwk` is a key that `alg` verifies with: RSA for RS256, P-256 for ES256, Ed25519 for EdDSA. */
 export function keyFitsAlg(jwk: PublicJwk, alg: AssertionSigningAlg): boolean {
-  if (jwk.alg !== undefined && jwk.alg !== alg) return false;
+  // A key marked for EdDSA signs as Ed25519 too (RFC 9864 names the same algorithm both ways), and the other way.
+  if (jwk.alg !== undefined && jwk.alg !== alg && !(isEd25519Name(jwk.alg) && isEd25519Name(alg))) return false;
   if (jwk.use !== undefined && jwk.use !== 'sig') return false;
   switch (alg) {
     case 'RS256':

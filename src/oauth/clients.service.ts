@@ -384,7 +384,8 @@ export class ClientsService {
 
   /**
    * Changes what a registered client may do: its allowed scopes and/or its redirect URIs (each list replaces the
-   * old one). Grants already given keep their scopes; new authorization requests are checked against these.
+   * old one). Grants already given keep their scopes; new authorization requests are checked against these (but for
+   * a client that registered itself, whose scope is only its default: see AuthorizationRequestValidator).
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     // The stored row, not this instance's cached copy (another instance may have changed it a moment ago).
@@ -546,7 +547,9 @@ export class ClientsService {
    */
   async find(clientId: string): Promise<Readonly<Client> | undefined> {
     if (!isClientId(clientId)) return undefined;
-    if (!this.metadataDocuments.enabled && isClientIdUrl(clientId)) return undefined;
+    if (isClientIdUrl(clientId) && !(this.metadataDocuments.enabled && this.metadataDocuments.admits(new URL(clientId).hostname))) {
+      return undefined;
+    }
     const now = Date.now();
     const cached = this.cache.get(clientId);
     if (cached && cached.until > now) return cached.client;

@@ -42,6 +42,7 @@ const RECORD_IF_LIVE = new Statement(`
   SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId,
     :auditDetails
   WHERE EXISTS (SELECT 1 FROM grants WHERE id = :subjectGrantId AND revoked_at IS NULL AND expires_at > :now)
+    AND EXISTS (SELECT 1 FROM clients WHERE id = :auditClientId)
     AND (CAST(:actorGrantId AS varchar(36)) IS NULL
       OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
 
@@ -97,6 +98,10 @@ export class TokenExchangeGrantService {
     if (!this.mayExchange(client, subject)) throw invalidGrant('The subject_token is not one this client may exchange.');
     if (actorCount(subject.act) >= MAX_ACTORS) throw invalidGrant(`The subject_token's delegation chain is already ${MAX_ACTORS} long.`);
     const actor = actorToken === undefined ? undefined : await this.verified(actorToken, 'actor_token');
+    // The actor is one the client can vouch for: a token issued to the client itself (its own client-credentials
+    // token, a person's token it obtained). A token it merely holds (another client's, seen passing by) would let it
+    // name anyone as the actor.
+    if (actor && actor.clientId !== client.id) throw invalidGrant('The actor_token must have been issued to this client.');
 
     const audience = this.target(client, request, subject);
     const scope = exchangedScope(client, subject, request.scope);

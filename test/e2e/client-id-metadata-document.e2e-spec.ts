@@ -176,10 +176,10 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
   it('never fetches from a private address unless the host is allowed by name (name, IP literals, IPv4-mapped IPv6)', async () => {
     const doc = server.document((url) => metadata(url));
     const { browser: other } = await signedIn(open);
-    expectErrorPage(await other.get(authorizeUrl(doc.url)), 'resolves to an address that is not public');
+    expectErrorPage(await other.get(authorizeUrl(doc.url)), 'does not resolve to a public address');
     for (const host of ['127.0.0.1', '[::1]', '[::ffff:7f00:1]']) {
       const literal = doc.url.replace(`localhost:${server.port}`, `${host}:${server.port}`);
-      expectErrorPage(await other.get(authorizeUrl(literal)), 'resolves to an address that is not public');
+      expectErrorPage(await other.get(authorizeUrl(literal)), 'does not resolve to a public address');
     }
     expect(server.count(doc.path)).toBe(0);
   });
@@ -397,6 +397,8 @@ describe('a client ID metadata document with private_key_jwt, across two instanc
   let db: TestDatabase;
   let a: TestApp;
   let b: TestApp;
+  /** A third instance whose operator has since denied the document's host. */
+  let denying: TestApp;
 
   beforeAll(async () => {
     documents = await startDocumentServer();
@@ -404,8 +406,10 @@ describe('a client ID metadata document with private_key_jwt, across two instanc
     const env = { ...NO_RATE_LIMITS, CIMD_CA_FILE: documents.caFile, CIMD_ALLOWED_HOSTS: 'localhost' };
     a = await createTestApp(env, db);
     b = await createTestApp(env, db);
+    denying = await createTestApp({ ...env, CIMD_DENIED_HOSTS: 'localhost' }, db);
   });
   afterAll(async () => {
+    await denying?.close();
     await b?.close();
     await a?.close();
     await db?.drop();
@@ -469,5 +473,25 @@ describe('a client ID metadata document with private_key_jwt, across two instanc
       );
     expect(replayed.status).toBe(401);
     expect(replayed.body.error).toBe('invalid_client');
+
+    // Once the operator denies the document's host, the client is unknown at the token endpoints too (its stored
+    // row and refresh tokens notwithstanding), not only at /authorize.
+    const fresh = await new SignJWT({ iss: doc.url, sub: doc.url, aud: denying.config.issuer, iat: now, exp: now + 60, jti: randomUUID() })
+      .setProtectedHeader({ alg: 'ES256', kid: jwk.kid })
+      .sign(privateKey);
+    const denied = await denying
+      .http()
+      .post('/token')
+      .type('form')
+      .send(
+        new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: tokens.body.refresh_token,
+          client_assertion_type: JWT_BEARER_ASSERTION_TYPE,
+          client_assertion: fresh,
+        }).toString(),
+      );
+    expect(denied.status).toBe(401);
+    expect(denied.body.error).toBe('invalid_client');
   });
 });

@@ -177,6 +177,17 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
       expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
     });
 
+    it('takes Ed25519 for a key marked alg EdDSA and EdDSA for one marked Ed25519 (two names of one algorithm)', async () => {
+      for (const [marked, signedAs] of [
+        ['EdDSA', 'Ed25519'],
+        ['Ed25519', 'EdDSA'],
+      ] as const) {
+        const key = await signer(signedAs);
+        const client = await keyClient(t, [{ ...key, jwk: { ...key.jwk, alg: marked } }]);
+        expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
+      }
+    });
+
     it('without a kid, by trying the keys that fit the algorithm; with client_id equal to sub; with aud a list holding the token endpoint', async () => {
       const ec = await signer('ES256');
       const rsa = await signer('RS256');

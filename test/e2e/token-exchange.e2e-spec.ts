@@ -207,26 +207,29 @@ describe('token exchange (RFC 8693) for delegation', () => {
       expect(await resourceStatus(t, res.body.access_token)).toBe(200);
     });
 
-    it('names the actor of an actor_token in act (its sub and client), and refuses a half-given or bad actor token', async () => {
+    it('names the actor of an actor_token in act (its sub and client), and refuses a half-given, bad or foreign actor token', async () => {
       const issued = await personsTokens();
-      const actorToken = await machineToken();
-      const withActor = await exchanged(agent, issued.access, {
-        actor_token: actorToken,
-        actor_token_type: ACCESS_TOKEN_TYPE,
-        scope: 'orders:read',
-      });
-      const claims = await claimsOf(withActor, t.config.audience);
-      expect(claims).toMatchObject({
-        sub: issued.userId,
-        client_id: agent.client_id,
-        act: { sub: tool.client_id, client_id: tool.client_id },
-      });
-      expect((await introspect(agent, withActor)).body.act).toEqual({ sub: tool.client_id, client_id: tool.client_id });
-
-      // Another person's token names that person as the actor.
+      // A colleague's token, issued to the same client: the colleague is named as the actor.
       const colleague = await personsTokens('orders:read');
       const byColleague = await exchanged(agent, issued.access, { actor_token: colleague.access, actor_token_type: JWT_TOKEN_TYPE });
-      expect((await claimsOf(byColleague, t.config.audience)).act).toEqual({ sub: colleague.userId, client_id: agent.client_id });
+      expect(await claimsOf(byColleague, t.config.audience)).toMatchObject({
+        sub: issued.userId,
+        client_id: agent.client_id,
+        act: { sub: colleague.userId, client_id: agent.client_id },
+      });
+      expect((await introspect(agent, byColleague)).body.act).toEqual({ sub: colleague.userId, client_id: agent.client_id });
+
+      // Another client's token (here a tool's own client-credentials token) is no actor this client can vouch for:
+      // it could have seen it passing by.
+      const actorToken = await machineToken();
+      const byTool = await exchange(agent, {
+        subject_token: issued.access,
+        subject_token_type: ACCESS_TOKEN_TYPE,
+        actor_token: actorToken,
+        actor_token_type: ACCESS_TOKEN_TYPE,
+      });
+      expectOAuthError(byTool, 400, 'invalid_grant');
+      expect(byTool.body.error_description).toBe('The actor_token must have been issued to this client.');
 
       const base = { subject_token: issued.access, subject_token_type: ACCESS_TOKEN_TYPE };
       expectOAuthError(await exchange(agent, { ...base, actor_token: actorToken }), 400, 'invalid_request');
@@ -295,12 +298,12 @@ describe('token exchange (RFC 8693) for delegation', () => {
 
     it(`nests an exchange of an exchanged token, and ends a chain at ${MAX_ACTORS} actors`, async () => {
       const issued = await personsTokens();
-      const actorToken = await machineToken();
+      const colleague = await personsTokens('orders:read');
       const once = await exchanged(agent, issued.access);
-      const twice = await exchanged(agent, once, { actor_token: actorToken, actor_token_type: ACCESS_TOKEN_TYPE });
+      const twice = await exchanged(agent, once, { actor_token: colleague.access, actor_token_type: ACCESS_TOKEN_TYPE });
       expect((await claimsOf(twice, t.config.audience)).act).toEqual({
-        sub: tool.client_id,
-        client_id: tool.client_id,
+        sub: colleague.userId,
+        client_id: agent.client_id,
         act: { sub: agent.client_id, client_id: agent.client_id },
       });
       let current = twice;

@@ -4,7 +4,7 @@ export interface Loaded<T> {
   ttlMs: number;
 }
 
-/** A load failure to remember for `ttlMs` (other errors are thrown and not remembered). */
+/** A load failure to remember for `ttlMs` (0: not at all; other errors are thrown and not remembered). */
 export class CachedFailure extends Error {
   override name = 'CachedFailure';
 
@@ -59,7 +59,7 @@ export class RemoteCache<T, C = void> {
       this.remember(key, { until: Date.now() + ttlMs, value });
       return value;
     } catch (error) {
-      if (error instanceof CachedFailure) this.remember(key, { until: Date.now() + error.ttlMs, failure: error });
+      if (error instanceof CachedFailure && error.ttlMs > 0) this.remember(key, { until: Date.now() + error.ttlMs, failure: error });
       throw error;
     } finally {
       this.loading.delete(key);

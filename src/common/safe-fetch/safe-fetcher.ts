@@ -59,7 +59,27 @@ export interface ResolvedAddress {
 
 export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 
-const systemResolver: Resolver = (host) => dnsLookup(host, { all: true, verbatim: true });
+/**
+ * Name lookups at once (each holds one of the 4 threads of libuv's pool, which password hashing and file access use
+ * too, until the system resolver gives up: longer than a fetch's deadline when a name server never answers).
+ */
+const MAX_LOOKUPS = 2;
+let lookups = 0;
+
+/**
+ * The system resolver (`getaddrinfo`, so /etc/hosts counts), at most {@link MAX_LOOKUPS} at once: a lookup's slot is
+ * held until the lookup itself ends, not when the fetch that wanted it gives up, so names that never resolve cannot
+ * take the thread pool from logins.
+ */
+const systemResolver: Resolver = async (host) => {
+  if (lookups >= MAX_LOOKUPS) throw new SafeFetchError('busy', 'too many name lookups at once');
+  lookups += 1;
+  try {
+    return await dnsLookup(host, { all: true, verbatim: true });
+  } finally {
+    lookups -= 1;
+  }
+};
 
 /** More fetches than this at once on one instance are refused rather than queued (a flood of new URLs). */
 const MAX_IN_FLIGHT = 16;
@@ -82,13 +102,15 @@ export async function checkedAddresses(host: string, policy: HostPolicy, resolve
   } else {
     try {
       addresses = await resolve(bare);
-    } catch {
-      throw new SafeFetchError('unresolvable', `the host ${host} does not resolve`);
+    } catch (error) {
+      if (error instanceof SafeFetchError) throw error;
+      addresses = [];
     }
   }
-  if (addresses.length === 0) throw new SafeFetchError('unresolvable', `the host ${host} does not resolve`);
+  // One message for "no address" and "not a public address": the page must not tell whether an internal name exists.
+  if (addresses.length === 0) throw new SafeFetchError('unresolvable', `the host ${host} does not resolve to a public address`);
   if (!allowedByName && addresses.some((a) => !isPublicAddress(a.address))) {
-    throw new SafeFetchError('private-address', `the host ${host} resolves to an address that is not public`);
+    throw new SafeFetchError('private-address', `the host ${host} does not resolve to a public address`);
   }
   return addresses;
 }

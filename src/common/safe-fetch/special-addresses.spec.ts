@@ -117,4 +117,11 @@ describe('checkedAddresses', () => {
     };
     expect(await reason(checkedAddresses('nowhere.example', policy(), failing))).toBe('unresolvable');
   });
+
+  it('says "busy", not "does not resolve", when the lookups are all taken (not a failure of that name)', async () => {
+    const full = async (): Promise<ResolvedAddress[]> => {
+      throw new SafeFetchError('busy', 'too many name lookups at once');
+    };
+    expect(await reason(checkedAddresses('agent.example', policy(), full))).toBe('busy');
+  });
 });

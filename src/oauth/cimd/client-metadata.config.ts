@@ -72,4 +72,13 @@ export class ClientMetadataConfig {
     }
     this.failureCacheSeconds = wholeSeconds(env, 'CIMD_FAILURE_CACHE_SECONDS', 10, 0);
   }
+
+  /**
+   * Whether the operator's host policy lets a client whose document is on `host` in (not denied; on the allow list
+   * when there is one). Checked at every use of a URL client, not only at fetches: denying a host ends its clients'
+   * use of the token endpoint at once, not when their refresh tokens run out.
+   */
+  admits(host: string): boolean {
+    return !this.policy.denied.has(host) && (this.policy.allowed.empty || this.policy.allowed.has(host));
+  }
 }

@@ -69,6 +69,8 @@ export class ClientMetadataDocuments {
       metadata = clientMetadataOf(url, fetched.body);
       seconds = fetched.noStore ? cacheMinSeconds : Math.min(Math.max(fetched.maxAge ?? cacheMinSeconds, cacheMinSeconds), cacheMaxSeconds);
     } catch (error) {
+      // Too many fetches at once on this instance says nothing about this document: not remembered against it.
+      if (error instanceof SafeFetchError && error.reason === 'busy') throw new ClientMetadataError(error.message, 0);
       if (error instanceof SafeFetchError || error instanceof InvalidMetadataDocumentError) throw failure(error.message);
       throw error;
     }
