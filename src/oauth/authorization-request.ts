@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { allScopes } from '../auth/scopes';
 import { AppConfig } from '../config/app-config';
-import { type AuditContext, NO_REQUEST } from '../audit/audit-events';
 import { ClientsService, choseOwnRedirectUris } from './clients.service';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataDocuments, ClientMetadataError } from './cimd/client-metadata.service';
@@ -102,14 +101,13 @@ export class AuthorizationRequestValidator {
     private readonly hints: IdTokenHints,
   ) {}
 
-  /** `context`: the request's, for the audit event of a client ID metadata document seen for the first time. */
-  async validate(raw: RawParams, context: AuditContext = NO_REQUEST): Promise<AuthorizationRequestResult> {
+  async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
     const clientId = single(raw.client_id);
     if (!clientId) return { kind: 'fatal', message: 'The request does not name a valid client (client_id).' };
     let client: Client | undefined;
     if (this.metadataDocuments.config.enabled && isClientIdUrl(clientId)) {
       try {
-        client = await this.metadataDocuments.client(clientId, context);
+        client = await this.metadataDocuments.client(clientId);
       } catch (error) {
         if (!(error instanceof ClientMetadataError)) throw error;
         return { kind: 'fatal', message: `The client's metadata document (client_id) cannot be used: ${error.message}.` };

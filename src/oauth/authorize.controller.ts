@@ -9,6 +9,7 @@ import { scopeDescription } from '../auth/scopes';
 import { MAX_LOGIN_HINT_LENGTH } from './oidc.scopes';
 import { CodeGrantService, type CodeRequest } from './code-grant.service';
 import { choseOwnRedirectUris } from './clients.service';
+import { ClientMetadataDocuments } from './cimd/client-metadata.service';
 import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
@@ -28,6 +29,7 @@ export class AuthorizeController {
     private readonly codeGrant: CodeGrantService,
     private readonly consents: ConsentService,
     private readonly pages: OAuthPages,
+    private readonly metadataDocuments: ClientMetadataDocuments,
   ) {}
 
   @Get()
@@ -110,7 +112,7 @@ export class AuthorizeController {
     'An unknown client or redirect URI, or a client ID URL whose metadata document cannot be fetched or used: an error page, never a redirect',
   )
   async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const request = await this.validator.validate(req.query as Record<string, unknown>, auditContextOf(req));
+    const request = await this.validator.validate(req.query as Record<string, unknown>);
     if (request.kind === 'error' && request.selfRegistered) {
       sendHtml(res, 400, this.pages.error('Invalid authorization request', `${request.error}: ${request.description}`));
       return;
@@ -206,9 +208,11 @@ export class AuthorizeController {
       sendHtml(res, 403, this.pages.error('Request refused', 'The consent form is not valid any more. Start again.'));
       return;
     }
-    const request = await this.validator.validate(params, auditContextOf(req));
+    const request = await this.validator.validate(params);
     if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
     if (decision === 'allow') {
+      // A client known by its metadata document gets its row now that a person allows it (codes and consent name it).
+      if (request.client.metadataDocument !== null) await this.metadataDocuments.persist(request.client, auditContextOf(req));
       await this.consents.record(session.userId, request.client.id, request.scope, auditContextOf(req));
       await this.redirectWithCode(req, res, request, session, 303);
       return;

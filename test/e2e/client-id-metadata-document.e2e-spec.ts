@@ -3,6 +3,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients.service';
 import { Browser, NO_RATE_LIMITS, authorizePath, decodeJwt, pkcePair, redirectParams, signedIn, sleep, token } from '../support/oauth';
@@ -336,10 +337,34 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
     }
   });
 
-  it('keeps URL clients out of the admin API (not listed, not found by id), while the audit trail finds them by their URL', async () => {
+  it('writes a URL client only when a person allows it; keeps it out of the admin API; the audit trail finds it by its URL', async () => {
     const doc = server.document((url) => metadata(url));
-    expect((await browser.get(authorizeUrl(doc.url))).status).toBe(200);
     const admin = await t.createUser({ role: 'admin' });
+    const auditToken = await t.token(admin.id, ['audit:read']);
+    const eventsOf = async () => {
+      const res = await t
+        .http()
+        .get('/admin/audit-events')
+        .query({ client_id: doc.url })
+        .set(...bearer(auditToken));
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.data as unknown[];
+    };
+    const rows = () => t.app.get(DataSource).query(`SELECT id FROM clients WHERE id = '${doc.url}'`) as Promise<unknown[]>;
+
+    // Anyone may name any URL at /authorize: that alone writes nothing (no row, no event).
+    const page = await browser.get(authorizeUrl(doc.url));
+    expect(page.status).toBe(200);
+    expect(await rows()).toEqual([]);
+    expect(await eventsOf()).toEqual([]);
+    // Denying writes no client either.
+    expect((await browser.submit(page, { decision: 'deny' })).status).toBe(303);
+    expect(await rows()).toEqual([]);
+    // Allowing does, once.
+    const again = await browser.get(authorizeUrl(doc.url));
+    expect((await browser.submit(again, { decision: 'allow' })).status).toBe(303);
+    expect(await rows()).toEqual([{ id: doc.url }]);
+
     const adminToken = await t.token(admin.id, ['clients:admin']);
     const list = await t
       .http()
@@ -354,13 +379,7 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
     expect(one.status).toBe(404);
     expect(one.headers['content-type']).toMatch(/^application\/problem\+json/);
 
-    const events = await t
-      .http()
-      .get('/admin/audit-events')
-      .query({ client_id: doc.url })
-      .set(...bearer(await t.token(admin.id, ['audit:read'])));
-    expect(events.status, JSON.stringify(events.body)).toBe(200);
-    expect(events.body.data).toEqual([
+    expect((await eventsOf()).filter((e) => (e as { type: string }).type.startsWith('client.'))).toEqual([
       expect.objectContaining({
         type: 'client.created',
         client_id: doc.url,

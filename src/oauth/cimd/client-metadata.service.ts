@@ -14,6 +14,9 @@ export class ClientMetadataError extends CachedFailure {
   override name = 'ClientMetadataError';
 }
 
+/** How many URL clients' written documents an instance remembers (an older one is just written again). */
+const MAX_WRITTEN = 10_000;
+
 /** A URL client seen for the first time: its row. A registered client's row is never touched (ids never collide). */
 const INSERT_CLIENT = sql`
   INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
@@ -39,7 +42,9 @@ const UPDATE_CLIENT = sql`
  */
 @Injectable()
 export class ClientMetadataDocuments {
-  private readonly cache: RemoteCache<Readonly<Client>, AuditContext>;
+  private readonly cache: RemoteCache<Readonly<Client>, undefined>;
+  /** Per URL client, the document this instance last made sure its row holds (a bounded memo). */
+  private readonly written = new Map<string, string>();
 
   constructor(
     readonly config: ClientMetadataConfig,
@@ -48,18 +53,19 @@ export class ClientMetadataDocuments {
     private readonly db: SqlRunner,
     private readonly audit: AuditService,
   ) {
-    this.cache = new RemoteCache((url, context) => this.load(url, context));
+    this.cache = new RemoteCache((url) => this.load(url));
   }
 
   /**
    * The client a client ID URL stands for, from this instance's cache or fetched now; throws
-   * {@link ClientMetadataError} when its document cannot be had or used.
+   * {@link ClientMetadataError} when its document cannot be had or used. Nothing is written: anyone can name any
+   * URL at /authorize, so the row waits for {@link persist}, when a signed-in person allows the client.
    */
-  async client(url: string, context: AuditContext): Promise<Readonly<Client>> {
-    return this.cache.get(url, context);
+  async client(url: string): Promise<Readonly<Client>> {
+    return this.cache.get(url, undefined);
   }
 
-  private async load(url: string, context: AuditContext): Promise<{ value: Readonly<Client>; ttlMs: number }> {
+  private async load(url: string): Promise<{ value: Readonly<Client>; ttlMs: number }> {
     const { cacheMinSeconds, cacheMaxSeconds, failureCacheSeconds } = this.config;
     const failure = (message: string) => new ClientMetadataError(message, failureCacheSeconds * 1000);
     let metadata: ClientMetadata;
@@ -74,44 +80,18 @@ export class ClientMetadataDocuments {
       if (error instanceof SafeFetchError || error instanceof InvalidMetadataDocumentError) throw failure(error.message);
       throw error;
     }
-    const client = await this.stored(metadata, context);
-    return { value: Object.freeze(client), ttlMs: seconds * 1000 };
+    return { value: Object.freeze(clientOf(metadata)), ttlMs: seconds * 1000 };
   }
 
-  /** Writes the client's row when it is new or its document changed, with a `client.created` / `client.updated` event. */
-  private async stored(metadata: ClientMetadata, context: AuditContext): Promise<Client> {
-    const document = JSON.stringify({
-      client_id: metadata.clientId,
-      client_name: metadata.name,
-      redirect_uris: metadata.redirectUris,
-      scope: metadata.scope,
-      grant_types: metadata.grantTypes,
-      token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
-      ...(metadata.jwks ? { jwks: metadata.jwks } : {}),
-      ...(metadata.jwksUri ? { jwks_uri: metadata.jwksUri } : {}),
-      ...(metadata.signingAlg ? { token_endpoint_auth_signing_alg: metadata.signingAlg } : {}),
-    });
+  /**
+   * Writes a URL client's row (so that codes, grants, consent and revocation can name it) when it is new or its
+   * document changed, with a `client.created` / `client.updated` event: when a person allows the client, not when
+   * anyone names it (an anonymous flood of URLs at /authorize writes nothing). Once per document per instance.
+   */
+  async persist(client: Readonly<Client>, context: AuditContext): Promise<void> {
+    const document = client.metadataDocument;
+    if (document === null || this.written.get(client.id) === document) return;
     const now = Date.now();
-    const client: Client = {
-      id: metadata.clientId,
-      secretHash: null,
-      name: metadata.name,
-      redirectUris: metadata.redirectUris,
-      scope: metadata.scope,
-      isPublic: metadata.tokenEndpointAuthMethod === 'none',
-      grantTypes: metadata.grantTypes,
-      refreshGraceSeconds: 0,
-      resources: [],
-      postLogoutRedirectUris: [],
-      registrationTokenHash: null,
-      tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod === 'none' ? null : metadata.tokenEndpointAuthMethod,
-      jwks: metadata.jwks ?? null,
-      jwksUri: metadata.jwksUri ?? null,
-      tokenEndpointAuthSigningAlg: metadata.signingAlg ?? null,
-      trusted: false,
-      createdAt: now,
-      metadataDocument: document,
-    };
     const params = {
       id: client.id,
       name: client.name,
@@ -141,6 +121,42 @@ export class ClientMetadataDocuments {
       this.audit.log(updated);
       this.clients.forget(client.id);
     }
-    return client;
+    if (this.written.size >= MAX_WRITTEN && !this.written.has(client.id)) this.written.delete(this.written.keys().next().value!);
+    this.written.set(client.id, document);
   }
+}
+
+/** A URL client as its document describes it (public unless it signs with its keys; never trusted). */
+function clientOf(metadata: ClientMetadata): Client {
+  const document = JSON.stringify({
+    client_id: metadata.clientId,
+    client_name: metadata.name,
+    redirect_uris: metadata.redirectUris,
+    scope: metadata.scope,
+    grant_types: metadata.grantTypes,
+    token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
+    ...(metadata.jwks ? { jwks: metadata.jwks } : {}),
+    ...(metadata.jwksUri ? { jwks_uri: metadata.jwksUri } : {}),
+    ...(metadata.signingAlg ? { token_endpoint_auth_signing_alg: metadata.signingAlg } : {}),
+  });
+  return {
+    id: metadata.clientId,
+    secretHash: null,
+    name: metadata.name,
+    redirectUris: metadata.redirectUris,
+    scope: metadata.scope,
+    isPublic: metadata.tokenEndpointAuthMethod === 'none',
+    grantTypes: metadata.grantTypes,
+    refreshGraceSeconds: 0,
+    resources: [],
+    postLogoutRedirectUris: [],
+    registrationTokenHash: null,
+    tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod === 'none' ? null : metadata.tokenEndpointAuthMethod,
+    jwks: metadata.jwks ?? null,
+    jwksUri: metadata.jwksUri ?? null,
+    tokenEndpointAuthSigningAlg: metadata.signingAlg ?? null,
+    trusted: false,
+    createdAt: Date.now(),
+    metadataDocument: document,
+  };
 }
