@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { allScopes } from '../auth/scopes';
 import { AppConfig } from '../config/app-config';
-import { ClientsService, choseOwnRedirectUris } from './clients.service';
+import { ClientsService, askableScopes, choseOwnRedirectUris } from './clients.service';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataDocuments, ClientMetadataError } from './cimd/client-metadata.service';
 import { IdTokenHints } from './id-token-hints';
@@ -163,11 +162,8 @@ export class AuthorizationRequestValidator {
     if (!responseType) return fail('invalid_request', 'response_type is required.');
     if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
 
-    // A client that registered itself (RFC 7591) could have registered any scope registration gives (every scope), so
-    // what it registered is its default, not a ceiling: it may ask for more, as an agent does after a 403 scope
-    // challenge (MCP "Scope Challenge Handling"), and the person, who is always asked for such a client, decides.
-    // An operator's client keeps the scopes the operator gave it; a metadata document's, those it names.
-    const allowed = new Set(client.registrationTokenHash !== null ? allScopes() : client.scope.split(' '));
+    // A self-registered client may ask for more than it registered (an agent after a 403 scope challenge).
+    const allowed = askableScopes(client);
     // Left out, the scope is the client's, but not the OpenID Connect ones: a request that does not name `openid` is
     // not an OpenID Connect request (Core 1.0 3.1.2.1), so it gets no ID token, nor `profile`/`email`, which only
     // UserInfo (behind `openid`) releases.

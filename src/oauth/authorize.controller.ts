@@ -261,7 +261,7 @@ export class AuthorizeController {
 
   /**
    * prompt=none and a page would be needed: the error goes back to the client (Core 3.1.2.6), except to a client
-   * that registered itself, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
+   * that registered itself or is known by its metadata document's URL, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
    * before the person has seen a page (RFC 9700 4.11.2).
    */
   private interactionRequired(res: Response, request: ValidRequest, error: string, description: string): void {

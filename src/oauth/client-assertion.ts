@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { type ProtectedHeaderParameters, compactVerify, decodeJwt, decodeProtectedHeader, importJWK } from 'jose';
 import { AppConfig } from '../config/app-config';
 import { SqlRunner, sql } from '../database/sql';
-import { ASSERTION_SIGNING_ALGS, type AssertionSigningAlg, type PublicJwk, keyFitsAlg } from './client-jwks';
+import { ASSERTION_SIGNING_ALGS, type AssertionSigningAlg, type PublicJwk, isEd25519Name, keyFitsAlg } from './client-jwks';
 import { ClientKeys } from './client-keys';
 import type { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
@@ -39,7 +39,7 @@ export function assertionSubject(assertion: string): string | undefined {
 
 /**
  * `private_key_jwt` (RFC 7523 2.2 and 3, OpenID Connect Core 9): checks a client's assertion — signed by one of its
- * keys with RS256, ES256 or EdDSA, `iss` = `sub` = the client, `aud` this server, `exp` at most
+ * keys with RS256, ES256 or EdDSA (Ed25519), `iss` = `sub` = the client, `aud` this server, `exp` at most
  * {@link MAX_ASSERTION_LIFETIME_S} ahead and not past, a `jti` never seen before. The `jti` is stored until the
  * assertion expires, in the database, so a replay is refused by every instance. Each failure is `invalid_client`
  * with a plain reason (never the assertion).
@@ -71,7 +71,9 @@ export class ClientAssertionVerifier {
     if (typeof alg !== 'string' || !(ASSERTION_SIGNING_ALGS as readonly string[]).includes(alg)) {
       throw refused(`The client assertion must be signed with one of ${ASSERTION_SIGNING_ALGS.join(', ')}.`);
     }
-    if (client.tokenEndpointAuthSigningAlg !== null && alg !== client.tokenEndpointAuthSigningAlg) {
+    // EdDSA and Ed25519 name one algorithm (RFC 9864): a client pinned to either may sign as the other.
+    const pinned = client.tokenEndpointAuthSigningAlg;
+    if (pinned !== null && alg !== pinned && !(isEd25519Name(alg) && isEd25519Name(pinned))) {
       throw refused(`This client signs its assertions with ${client.tokenEndpointAuthSigningAlg}.`);
     }
     const payload = await this.verifiedPayload(client, assertion, alg as AssertionSigningAlg, header.kid);

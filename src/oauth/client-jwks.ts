@@ -37,7 +37,7 @@ export class InvalidJwksError extends Error {
   override name = 'InvalidJwksError';
 }
 
-function isEd25519Name(alg: string): boolean {
+export function isEd25519Name(alg: string): boolean {
   return alg === 'EdDSA' || alg === 'Ed25519';
 }
 

@@ -181,9 +181,11 @@ function changedKeys(client: Client, changes: UpdateClientInput): Partial<Client
   if (method !== 'private_key_jwt') {
     throw new InvalidClientInputError('jwks and jwks_uri are for private_key_jwt clients: give --auth-method private_key_jwt with them');
   }
+  // A private_key_jwt client named no new keys (only an algorithm): its keys stay.
+  const keep = changes.jwks === undefined && changes.jwksUri === undefined && client.tokenEndpointAuthMethod === 'private_key_jwt';
   const keys = checkedKeySettings({
-    jwks: changes.jwks,
-    jwksUri: changes.jwksUri,
+    jwks: keep ? (client.jwks ?? undefined) : changes.jwks,
+    jwksUri: keep ? (client.jwksUri ?? undefined) : changes.jwksUri,
     // The algorithm stays unless a new one is named.
     tokenEndpointAuthSigningAlg: changes.tokenEndpointAuthSigningAlg ?? client.tokenEndpointAuthSigningAlg ?? undefined,
   });
@@ -278,6 +280,16 @@ export function isRegisteredClientId(value: string): boolean {
  * client's, or a client ID URL (the URL of the client's metadata document). The operator's tools (admin API,
  * command line) take registered ids only.
  */
+/**
+ * The scopes a client may ask for: an operator's client, those the operator gave it; a client known by its metadata
+ * document, those the document names; a client that registered itself (RFC 7591), every scope, since registration
+ * would have given it any: its registered `scope` is what a request without `scope` gets, not a ceiling (an agent
+ * steps up after a scope challenge; the person is always asked, such a client never being trusted).
+ */
+export function askableScopes(client: Pick<Client, 'scope' | 'registrationTokenHash'>): ReadonlySet<string> {
+  return new Set(client.registrationTokenHash !== null ? allScopes() : client.scope.split(' '));
+}
+
 export function isClientId(value: string): boolean {
   return isRegisteredClientId(value) || isClientIdUrl(value);
 }
@@ -383,8 +395,8 @@ export class ClientsService {
   }
 
   /**
-   * Changes what a registered client may do: its allowed scopes and/or its redirect URIs (each list replaces the
-   * old one). Grants already given keep their scopes; new authorization requests are checked against these (but for
+   * Changes what a registered client may do: its allowed scopes, redirect URIs, post-logout redirect URIs and/or
+   * (private_key_jwt) its keys (each list replaces the old one). Grants already given keep their scopes; new authorization requests are checked against these (but for
    * a client that registered itself, whose scope is only its default: see AuthorizationRequestValidator).
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
@@ -428,8 +440,8 @@ export class ClientsService {
   }
 
   /**
-   * Replaces what a dynamically registered client registered (RFC 7592 2.2): its name, redirect URIs, scopes and
-   * grants, checked as at creation. Whether it is public does not change.
+   * Replaces what a dynamically registered client registered (RFC 7592 2.2): its name, redirect URIs, scopes,
+   * grants, post-logout redirect URIs and (private_key_jwt) keys, checked as at creation. Whether it is public does not change.
    */
   async replaceRegistration(
     clientId: string,
@@ -562,8 +574,8 @@ export class ClientsService {
   }
 
   /**
-   * Client authentication at /token, /revoke and /introspect: `client_secret_basic`, `client_secret_post`, or
-   * `none` for public clients. Two methods at once is `invalid_request`. A failure (`invalid_client`) is a
+   * Client authentication at /token, /revoke and /introspect: `client_secret_basic`, `client_secret_post`,
+   * `private_key_jwt`, or `none` for public clients. Two methods at once is `invalid_request`. A failure (`invalid_client`) is a
    * `client.authentication_failed` event, naming the client when it exists.
    */
   async authenticate(credentials: ClientCredentials, context: AuditContext): Promise<Client> {

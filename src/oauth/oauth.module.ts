@@ -95,7 +95,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ClientAuthGuard,
     ClientAssertionVerifier,
     ClientKeys,
-    // The minimal fetcher for clients' jwks_uri; a hardened one (SSRF checks, shared cache) replaces it here.
+    // Clients' jwks_uri: fetched by the SafeFetcher under the client-document host policy.
     { provide: RemoteJsonFetcher, useClass: SafeRemoteJson },
     SessionsService,
     ConsentService,

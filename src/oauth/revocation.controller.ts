@@ -27,7 +27,7 @@ export class RevocationController {
       client_assertion: {
         type: 'string',
         description:
-          'private_key_jwt: a JWT signed by a key of the client (RS256, ES256 or EdDSA); iss = sub = client_id, aud the issuer or this endpoint, exp at most 5 minutes ahead, jti used once',
+          'private_key_jwt: a JWT signed by a key of the client (RS256, ES256 or EdDSA/Ed25519); iss = sub = client_id, aud the issuer or this endpoint, exp at most 5 minutes ahead, jti used once',
       },
     },
     required: ['token'],

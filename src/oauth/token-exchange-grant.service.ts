@@ -7,6 +7,7 @@ import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import { SqlRunner, Statement } from '../database/sql';
 import { type Client, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
+import { askableScopes } from './clients.service';
 import { OAuthError } from './oauth-error';
 import { ResourceIndicators } from './resource-indicators';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
@@ -214,7 +215,7 @@ function checkedParameters(request: TokenExchangeRequest): { subjectToken: strin
  * 2.1); when none is requested, the subject token's scopes the client may have. Anything wider is `invalid_scope`.
  */
 function exchangedScope(client: Client, subject: AuthPrincipal, requested: string | undefined): string {
-  const clientScopes = new Set(client.scope.split(' '));
+  const clientScopes = askableScopes(client);
   if (requested === undefined) {
     const kept = [...subject.scopes].filter((s) => clientScopes.has(s));
     if (kept.length === 0) throw new OAuthError('invalid_scope', 'The subject_token has no scope this client may have.');

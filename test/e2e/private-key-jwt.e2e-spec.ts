@@ -177,7 +177,7 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
       expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
     });
 
-    it('takes Ed25519 for a key marked alg EdDSA and EdDSA for one marked Ed25519 (two names of one algorithm)', async () => {
+    it('takes Ed25519 for a key or a client pinned to EdDSA, and EdDSA for Ed25519 (two names of one algorithm)', async () => {
       for (const [marked, signedAs] of [
         ['EdDSA', 'Ed25519'],
         ['Ed25519', 'EdDSA'],
@@ -185,7 +185,18 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
         const key = await signer(signedAs);
         const client = await keyClient(t, [{ ...key, jwk: { ...key.jwk, alg: marked } }]);
         expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
+        const pinned = await keyClient(t, [key], { tokenEndpointAuthSigningAlg: marked });
+        expectTokens(await withAssertion(t, '/token', await assertion(t, pinned.client_id, key), clientCredentials), pinned.client_id);
       }
+    });
+
+    it('changes only the pinned algorithm when no new keys are given (client:update --signing-alg alone)', async () => {
+      const key = await signer('ES256');
+      const client = await keyClient(t, [key], { tokenEndpointAuthSigningAlg: 'RS256' });
+      expectOAuthError(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), 401, 'invalid_client');
+      const updated = await t.app.get(ClientsService).update(client.client_id, { tokenEndpointAuthSigningAlg: 'ES256' });
+      expect(updated).toMatchObject({ jwks: jwksOf(key), token_endpoint_auth_signing_alg: 'ES256' });
+      expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
     });
 
     it('without a kid, by trying the keys that fit the algorithm; with client_id equal to sub; with aud a list holding the token endpoint', async () => {

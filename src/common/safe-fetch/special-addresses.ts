@@ -26,7 +26,7 @@ const IPV4_SPECIAL = [
 
 /**
  * IPv6 networks that are not the public internet: unspecified and loopback, IPv4-compatible (deprecated),
- * IPv4-mapped and IPv4-translated forms (checked again as IPv4 below where they embed an address), NAT64
+ * IPv4-mapped and IPv4-translated forms (refused as a whole), NAT64
  * (RFC 6052, RFC 8215), discard-only, IETF protocol assignments (Teredo, ORCHID, benchmarking among them),
  * documentation, 6to4 (it embeds an IPv4 address, possibly a private one), unique local (ULA), link-local,
  * site-local (deprecated) and multicast.

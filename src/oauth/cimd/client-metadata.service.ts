@@ -17,7 +17,7 @@ export class ClientMetadataError extends CachedFailure {
 /** How many URL clients' written documents an instance remembers (an older one is just written again). */
 const MAX_WRITTEN = 10_000;
 
-/** A URL client seen for the first time: its row. A registered client's row is never touched (ids never collide). */
+/** A URL client allowed for the first time: its row. A registered client's row is never touched (ids never collide). */
 const INSERT_CLIENT = sql`
   INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
     post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, jwks, jwks_uri, token_endpoint_auth_signing_alg,

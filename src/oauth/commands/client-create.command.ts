@@ -126,7 +126,7 @@ export class ClientCreateCommand extends CommandRunner {
 
   @Option({
     flags: '--signing-alg <alg>',
-    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA)',
+    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA/Ed25519)',
   })
   signingAlg(value: string): string {
     return value;

@@ -16,12 +16,13 @@ interface ClientUpdateOptions {
 }
 
 /**
- * `client:update`: replaces a client's allowed scopes, redirect URIs and/or post-logout redirect URIs, e.g. to grant
- * an existing client a scope that a new module adds. Grants already given keep their scopes.
+ * `client:update`: replaces a client's allowed scopes, redirect URIs, post-logout redirect URIs and/or a
+ * private_key_jwt client's keys, e.g. to grant an existing client a scope that a new module adds. Grants already
+ * given keep their scopes.
  */
 @Command({
   name: 'client:update',
-  description: "change a client's scopes, redirect URIs or post-logout redirect URIs and print it as JSON",
+  description: "change a client's scopes, redirect URIs, post-logout redirect URIs or keys and print it as JSON",
 })
 export class ClientUpdateCommand extends CommandRunner {
   constructor(private readonly clients: ClientsService) {
@@ -94,7 +95,7 @@ export class ClientUpdateCommand extends CommandRunner {
 
   @Option({
     flags: '--signing-alg <alg>',
-    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA)',
+    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA/Ed25519)',
   })
   signingAlg(value: string): string {
     return value;
