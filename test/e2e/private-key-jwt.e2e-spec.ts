@@ -193,7 +193,11 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
     it('changes only the pinned algorithm when no new keys are given (client:update --signing-alg alone)', async () => {
       const key = await signer('ES256');
       const client = await keyClient(t, [key], { tokenEndpointAuthSigningAlg: 'RS256' });
-      expectOAuthError(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), 401, 'invalid_client');
+      expectOAuthError(
+        await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials),
+        401,
+        'invalid_client',
+      );
       const updated = await t.app.get(ClientsService).update(client.client_id, { tokenEndpointAuthSigningAlg: 'ES256' });
       expect(updated).toMatchObject({ jwks: jwksOf(key), token_endpoint_auth_signing_alg: 'ES256' });
       expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
