@@ -14,7 +14,7 @@ import { hashSecret, randomSecret, safeEqual } from './secrets';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataConfig } from './cimd/client-metadata.config';
 import { ClientAssertionVerifier, JWT_BEARER_ASSERTION_TYPE, assertionSubject } from './client-assertion';
-import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg } from './client-jwks';
+import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from './client-jwks';
 
 export interface CreateClientInput {
   name: string;
@@ -156,12 +156,18 @@ function checkedKeySettings(input: { jwks?: unknown; jwksUri?: unknown; tokenEnd
     throw new InvalidClientInputError('private_key_jwt needs the public keys as either jwks or jwks_uri (one of them)');
   }
   try {
-    return {
+    const settings = {
       jwks: input.jwks === undefined ? null : checkedJwks(input.jwks),
       jwksUri: input.jwksUri === undefined ? null : checkedJwksUri(input.jwksUri),
       tokenEndpointAuthSigningAlg:
         input.tokenEndpointAuthSigningAlg === undefined ? null : checkedSigningAlg(input.tokenEndpointAuthSigningAlg),
     };
+    // A pinned algorithm that none of the inline keys can verify would leave the client unable to authenticate.
+    const alg = settings.tokenEndpointAuthSigningAlg;
+    if (alg && settings.jwks && !settings.jwks.keys.some((key) => keyFitsAlg(key, alg))) {
+      throw new InvalidClientInputError(`token_endpoint_auth_signing_alg ${alg} fits none of the keys`);
+    }
+    return settings;
   } catch (error) {
     if (error instanceof InvalidJwksError) throw new InvalidClientInputError(error.message);
     throw error;

@@ -190,17 +190,23 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
       }
     });
 
-    it('changes only the pinned algorithm when no new keys are given (client:update --signing-alg alone)', async () => {
+    it('changes only the pinned algorithm when no new keys are given (client:update --signing-alg alone), to one a key fits', async () => {
       const key = await signer('ES256');
-      const client = await keyClient(t, [key], { tokenEndpointAuthSigningAlg: 'RS256' });
+      const rsa = await signer('RS256');
+      const client = await keyClient(t, [key, rsa], { tokenEndpointAuthSigningAlg: 'RS256' });
       expectOAuthError(
         await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials),
         401,
         'invalid_client',
       );
-      const updated = await t.app.get(ClientsService).update(client.client_id, { tokenEndpointAuthSigningAlg: 'ES256' });
-      expect(updated).toMatchObject({ jwks: jwksOf(key), token_endpoint_auth_signing_alg: 'ES256' });
+      const clients = t.app.get(ClientsService);
+      const updated = await clients.update(client.client_id, { tokenEndpointAuthSigningAlg: 'ES256' });
+      expect(updated).toMatchObject({ jwks: jwksOf(key, rsa), token_endpoint_auth_signing_alg: 'ES256' });
       expectTokens(await withAssertion(t, '/token', await assertion(t, client.client_id, key), clientCredentials), client.client_id);
+      // An algorithm none of the keys can verify would lock the client out: refused.
+      await expect(clients.update(client.client_id, { tokenEndpointAuthSigningAlg: 'EdDSA' })).rejects.toThrow(
+        'token_endpoint_auth_signing_alg EdDSA fits none of the keys',
+      );
     });
 
     it('without a kid, by trying the keys that fit the algorithm; with client_id equal to sub; with aud a list holding the token endpoint', async () => {

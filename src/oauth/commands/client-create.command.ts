@@ -1,4 +1,5 @@
-import { Command, CommandRunner, Option } from 'nest-commander';
+import { Command, Option } from 'nest-commander';
+import { ClientKeyOptions } from './client-key-options';
 import { collect, printJson } from '../../common/command-line';
 import { readJwksFile } from './jwks-file';
 import { ClientsService, type TokenEndpointAuthMethod } from '../clients.service';
@@ -21,7 +22,7 @@ interface ClientCreateOptions {
 
 /** `client:create`: registers a client; a confidential client's secret is printed once and stored as a hash. */
 @Command({ name: 'client:create', description: 'register an OAuth client and print it as JSON' })
-export class ClientCreateCommand extends CommandRunner {
+export class ClientCreateCommand extends ClientKeyOptions {
   constructor(private readonly clients: ClientsService) {
     super();
   }
@@ -111,24 +112,6 @@ export class ClientCreateCommand extends CommandRunner {
       "a confidential client's one authentication method: client_secret_basic, client_secret_post or private_key_jwt (no secret; needs --jwks-file or --jwks-uri)",
   })
   authMethod(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--jwks-file <path>', description: 'private_key_jwt: a file holding the public keys as a JWK Set (JSON)' })
-  jwksFile(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--jwks-uri <url>', description: 'private_key_jwt: an https URL of the public keys (a JWK Set)' })
-  jwksUri(value: string): string {
-    return value;
-  }
-
-  @Option({
-    flags: '--signing-alg <alg>',
-    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA/Ed25519)',
-  })
-  signingAlg(value: string): string {
     return value;
   }
 }

@@ -1,4 +1,5 @@
-import { Command, CommandRunner, Option } from 'nest-commander';
+import { Command, Option } from 'nest-commander';
+import { ClientKeyOptions } from './client-key-options';
 import { CommandInputError, collect, printJson } from '../../common/command-line';
 import { readJwksFile } from './jwks-file';
 import { ClientsService } from '../clients.service';
@@ -24,7 +25,7 @@ interface ClientUpdateOptions {
   name: 'client:update',
   description: "change a client's scopes, redirect URIs, post-logout redirect URIs or keys and print it as JSON",
 })
-export class ClientUpdateCommand extends CommandRunner {
+export class ClientUpdateCommand extends ClientKeyOptions {
   constructor(private readonly clients: ClientsService) {
     super();
   }
@@ -77,27 +78,6 @@ export class ClientUpdateCommand extends CommandRunner {
       'private_key_jwt: a confidential client with a secret authenticates with its key from now on (the secret stops working); needs --jwks-file or --jwks-uri',
   })
   authMethod(value: string): string {
-    return value;
-  }
-
-  @Option({
-    flags: '--jwks-file <path>',
-    description: 'private_key_jwt: a file holding the public keys as a JWK Set (JSON); replaces the keys',
-  })
-  jwksFile(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--jwks-uri <url>', description: 'private_key_jwt: an https URL of the public keys (a JWK Set); replaces the keys' })
-  jwksUri(value: string): string {
-    return value;
-  }
-
-  @Option({
-    flags: '--signing-alg <alg>',
-    description: 'private_key_jwt: the one algorithm its assertions may use (RS256, ES256 or EdDSA/Ed25519)',
-  })
-  signingAlg(value: string): string {
     return value;
   }
 }
