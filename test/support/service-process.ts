@@ -1,15 +1,60 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(__dirname, '../..');
 
-/** Builds dist/ once per test file that runs the real service as a child process. */
+const STAMP = join(ROOT, 'dist', '.build-stamp');
+const LOCK = join(ROOT, 'dist', '.build-lock');
+/** A lock older than this was left by a build that died: taken over. */
+const STALE_LOCK_MS = 5 * 60_000;
+
+/** The newest modification time among the files a build reads (src/, the build's tsconfig, package.json). */
+function newestSource(): number {
+  let newest = Math.max(statSync(join(ROOT, 'tsconfig.build.json')).mtimeMs, statSync(join(ROOT, 'package.json')).mtimeMs);
+  for (const entry of readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+function buildIsCurrent(): boolean {
+  return existsSync(STAMP) && statSync(STAMP).mtimeMs >= newestSource();
+}
+
+/**
+ * Makes sure dist/ holds a build of the current sources, for the test files that run the real service or its command
+ * line as a child process. It builds only when a source changed since the last build made here, and one build at a
+ * time across the suite's workers (a directory as lock): rebuilding while another test file's child process loads
+ * dist/ would hand it half-written modules.
+ */
 export function buildOnce(): void {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (buildIsCurrent()) return;
+  mkdirSync(join(ROOT, 'dist'), { recursive: true });
+  const deadline = Date.now() + 2 * STALE_LOCK_MS;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      break;
+    } catch {
+      if (existsSync(LOCK) && Date.now() - statSync(LOCK).mtimeMs > STALE_LOCK_MS) rmSync(LOCK, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error('another test worker has been building dist/ for too long');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  try {
+    if (buildIsCurrent()) return;
+    const started = Date.now();
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    // The stamp says which sources the build saw: those as of when it started.
+    writeFileSync(STAMP, '');
+    utimesSync(STAMP, started / 1000, started / 1000);
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
 }
 
 export function freePort(): Promise<number> {
