@@ -16,6 +16,15 @@ import { GrantRevocationService } from './grant-revocation.service';
 const CLIENT_ID = ApiParam({ name: 'clientId', schema: { type: 'string', maxLength: 64 } });
 
 /** What the clients service refuses, as the API answers it: the CLI's option names become the JSON fields. */
+/** The `private_key_jwt` keys of a request body, as the clients service takes them. */
+function keysOf(body: Pick<CreateClientDto, 'jwks' | 'jwks_uri' | 'token_endpoint_auth_signing_alg'>) {
+  return {
+    jwks: body.jwks,
+    jwksUri: body.jwks_uri,
+    tokenEndpointAuthSigningAlg: body.token_endpoint_auth_signing_alg,
+  };
+}
+
 async function checked<T>(change: () => Promise<T>): Promise<T> {
   try {
     return await change();
@@ -82,9 +91,7 @@ export class AdminClientsController {
           resources: body.resources,
           postLogoutRedirectUris: body.post_logout_redirect_uris,
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,
-          jwks: body.jwks,
-          jwksUri: body.jwks_uri,
-          tokenEndpointAuthSigningAlg: body.token_endpoint_auth_signing_alg,
+          ...keysOf(body),
         },
         by,
       ),
@@ -111,9 +118,7 @@ export class AdminClientsController {
           redirectUris: body.redirect_uris,
           postLogoutRedirectUris: body.post_logout_redirect_uris,
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,
-          jwks: body.jwks,
-          jwksUri: body.jwks_uri,
-          tokenEndpointAuthSigningAlg: body.token_endpoint_auth_signing_alg,
+          ...keysOf(body),
         },
         by,
       ),

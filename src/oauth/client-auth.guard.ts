@@ -1,7 +1,9 @@
 import { auditContextOf } from '../audit/audit-events';
 import { type CanActivate, type ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
+import type { SchemaObject } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CONTROL_CHARACTER } from '../common/text';
+import { JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
 import { ClientsService } from './clients.service';
 import type { Client } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
@@ -61,6 +63,16 @@ export class ClientAuthGuard implements CanActivate {
     return true;
   }
 }
+
+/** The form fields of `private_key_jwt` at every endpoint {@link ClientAuthGuard} guards, as OpenAPI describes them. */
+export const CLIENT_ASSERTION_PROPERTIES: Record<string, SchemaObject> = {
+  client_assertion_type: { type: 'string', enum: [JWT_BEARER_ASSERTION_TYPE], description: 'private_key_jwt (RFC 7523 2.2)' },
+  client_assertion: {
+    type: 'string',
+    description:
+      'private_key_jwt: a JWT signed by a key of the client (RS256, ES256 or EdDSA/Ed25519); iss = sub = client_id, aud the issuer or this endpoint, exp at most 5 minutes ahead, jti used once',
+  },
+};
 
 /** The client that {@link ClientAuthGuard} authenticated. */
 export const AuthenticatedClient = createParamDecorator((_: unknown, ctx: ExecutionContext): Client => {

@@ -1,12 +1,11 @@
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../common/openapi';
-import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
+import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import type { Client } from './entities/client.entity';
 import { type Introspection, IntrospectionService } from './introspection.service';
 import { OAuthError } from './oauth-error';
 import { OAuthErrorFilter } from './oauth-error.filter';
-import { JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
 
 /** The introspection endpoint (RFC 7662), for confidential clients and their own tokens. */
 @Public()
@@ -22,12 +21,7 @@ export class IntrospectionController {
       token_type_hint: { type: 'string', enum: ['refresh_token', 'access_token'] },
       client_id: { type: 'string' },
       client_secret: { type: 'string' },
-      client_assertion_type: { type: 'string', enum: [JWT_BEARER_ASSERTION_TYPE], description: 'private_key_jwt (RFC 7523 2.2)' },
-      client_assertion: {
-        type: 'string',
-        description:
-          'private_key_jwt: a JWT signed by a key of the client (RS256, ES256 or EdDSA/Ed25519); iss = sub = client_id, aud the issuer or this endpoint, exp at most 5 minutes ahead, jti used once',
-      },
+      ...CLIENT_ASSERTION_PROPERTIES,
     },
     required: ['token'],
     ok: {

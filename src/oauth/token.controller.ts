@@ -4,13 +4,12 @@ import { Public } from '../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../common/openapi';
 import { RateLimit } from '../common/rate-limit/rate-limit';
 import { MetricsService } from '../metrics/metrics.service';
-import { AuthenticatedClient, ClientAuthGuard, OAuthForm } from './client-auth.guard';
+import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from './client-auth.guard';
 import { CodeGrantService } from './code-grant.service';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
 import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { OAuthErrorFilter } from './oauth-error.filter';
-import { JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
 import { RefreshGrantService } from './refresh-grant.service';
 import type { TokenResponse } from './token-issuer.service';
 import { ACCESS_TOKEN_TYPE, JWT_TOKEN_TYPE, TokenExchangeGrantService } from './token-exchange-grant.service';
@@ -69,12 +68,7 @@ export class TokenController {
       },
       client_id: { type: 'string', description: 'client_secret_post and public clients; optional with client_assertion (then its sub)' },
       client_secret: { type: 'string', description: 'client_secret_post' },
-      client_assertion_type: { type: 'string', enum: [JWT_BEARER_ASSERTION_TYPE], description: 'private_key_jwt (RFC 7523 2.2)' },
-      client_assertion: {
-        type: 'string',
-        description:
-          'private_key_jwt: a JWT signed by a key of the client (RS256, ES256 or EdDSA/Ed25519); iss = sub = client_id, aud the issuer or this endpoint, exp at most 5 minutes ahead, jti used once',
-      },
+      ...CLIENT_ASSERTION_PROPERTIES,
     },
     required: ['grant_type'],
     ok: {

@@ -49,9 +49,6 @@ describe('an MCP agent (the official TypeScript SDK) against the service', () =>
   });
   afterAll(() => t.close());
 
-  const consentInBrowser = (browser: Browser, url: URL, expectAsked: string[], expectAllowedBefore: string[] = []) =>
-    consentFor(origin, browser, url, expectAsked, expectAllowedBefore);
-
   it('registers itself, gets a token by the code flow, then steps up on a 403 scope challenge', async () => {
     const agent = new InMemoryAgent(REDIRECT, {
       client_name: 'Research agent',
@@ -84,7 +81,7 @@ describe('an MCP agent (the official TypeScript SDK) against the service', () =>
       scope: 'orders:read',
       resource: origin,
     });
-    const code = await consentInBrowser(browser, url, ['orders:read']);
+    const code = await consentFor(origin, browser, url, ['orders:read']);
     expect(await auth(agent, { serverUrl: api, resourceMetadataUrl, authorizationCode: code })).toBe('AUTHORIZED');
     const tokens = agent.saved!;
     expect(tokens).toMatchObject({ token_type: 'Bearer', scope: 'orders:read' });
@@ -106,7 +103,7 @@ describe('an MCP agent (the official TypeScript SDK) against the service', () =>
     const union = `orders:read ${challenge.scope}`;
     expect(await auth(agent, { serverUrl: users, resourceMetadataUrl, scope: union })).toBe('REDIRECT');
     expect(agent.client!.client_id).toBe(clientId); // no second registration
-    const stepUp = await consentInBrowser(browser, agent.authorizationUrl!, ['users:read'], ['orders:read']);
+    const stepUp = await consentFor(origin, browser, agent.authorizationUrl!, ['users:read'], ['orders:read']);
     expect(await auth(agent, { serverUrl: users, resourceMetadataUrl, authorizationCode: stepUp })).toBe('AUTHORIZED');
     expect(agent.saved!.scope).toBe(union);
     const allowed = await fetch(users, { headers: { authorization: `Bearer ${agent.saved!.access_token}` } });

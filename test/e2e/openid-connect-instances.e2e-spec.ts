@@ -3,8 +3,8 @@ import * as client from 'openid-client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../../src/oauth/cookies';
-import { Browser, NO_RATE_LIMITS, REDIRECT_URI, freePort, login, registerClient } from '../support/oauth';
-import { relyingPartyOf } from '../support/openid';
+import { Browser, NO_RATE_LIMITS, freePort, login, registerClient } from '../support/oauth';
+import { authorizationRequest, relyingPartyOf } from '../support/openid';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 
 const LOGOUT_URI = 'https://client.example/signed-out';
@@ -80,18 +80,8 @@ describe('OpenID Connect across two instances behind a round-robin balancer (ope
     const person = browser();
     expect((await login(person, user.email)).status).toBe(303);
 
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile email',
-      state,
-      nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
-    const page = await person.get(url.pathname + url.search);
+    const { path, verifier, state, nonce } = await authorizationRequest(config, { scope: 'openid profile email' });
+    const page = await person.get(path);
     expect(page.status, page.text).toBe(200);
     expect(page.text).toContain('Photo Printer');
     const allowed = await person.submit(page, { decision: 'allow' });
@@ -119,14 +109,8 @@ describe('OpenID Connect across two instances behind a round-robin balancer (ope
 
     // Silent sign-in works from either instance while the session lives.
     for (let i = 0; i < 2; i++) {
-      const silent = client.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        prompt: 'none',
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      });
-      const res = await person.get(silent.pathname + silent.search);
+      const silent = await authorizationRequest(config, { scope: 'openid', prompt: 'none' });
+      const res = await person.get(silent.path);
       expect(res.status).toBe(302);
       expect(new URL(res.headers.location).searchParams.get('code')).toEqual(expect.any(String));
     }
@@ -145,15 +129,8 @@ describe('OpenID Connect across two instances behind a round-robin balancer (ope
     expect(person.cookies.has(SESSION_COOKIE)).toBe(false);
     person.cookies.set(SESSION_COOKIE, cookie);
     for (let i = 0; i < 2; i++) {
-      const silent = client.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        prompt: 'none',
-        state: `s${i}`,
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      });
-      const res = await person.get(silent.pathname + silent.search);
+      const silent = await authorizationRequest(config, { scope: 'openid', prompt: 'none', state: `s${i}` });
+      const res = await person.get(silent.path);
       expect(res.status).toBe(302);
       expect(Object.fromEntries(new URL(res.headers.location).searchParams)).toMatchObject({ error: 'login_required', state: `s${i}` });
     }

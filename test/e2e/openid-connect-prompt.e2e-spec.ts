@@ -19,7 +19,7 @@ import {
   signedIn,
   sleep,
 } from '../support/oauth';
-import { relyingPartyOf } from '../support/openid';
+import { authorizationRequest, relyingPartyOf } from '../support/openid';
 import { TEST_PASSWORD, type TestApp, createListeningTestApp } from '../support/test-app';
 
 const LOGOUT_URI = 'https://client.example/signed-out';
@@ -41,26 +41,9 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
 
   const relyingParty = (view: ClientView) => relyingPartyOf(issuer, view);
 
-  /** The path of an authorization request openid-client builds (code flow, PKCE, state, nonce). */
-  async function authorizationPath(config: client.Configuration, params: Record<string, string> = {}) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      state,
-      nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...params,
-    });
-    return { path: url.pathname + url.search, verifier, state, nonce };
-  }
-
   /** Runs an authorization request to its callback (answering the consent page) and redeems the code. */
   async function idTokenClaims(browser: Browser, config: client.Configuration, params: Record<string, string> = {}) {
-    const request = await authorizationPath(config, params);
+    const request = await authorizationRequest(config, params);
     let res = await browser.get(request.path);
     if (res.status === 200) res = await browser.submit(res, { decision: 'allow' });
     expect(res.status, res.text).toBe(res.request.method === 'POST' ? 303 : 302);
@@ -99,7 +82,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
     it('answers login_required at the redirect URI, with state and iss, when nobody is signed in', async () => {
       for (const trusted of [true, false]) {
         const config = await relyingParty(await registerClient(t, { trusted }));
-        const request = await authorizationPath(config, { prompt: 'none' });
+        const request = await authorizationRequest(config, { prompt: 'none' });
         const q = clientError(await new Browser(t).get(request.path));
         expect(q).toEqual({
           error: 'login_required',
@@ -114,7 +97,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       const view = await registerClient(t, { trusted: false });
       const config = await relyingParty(view);
       const { browser, user } = await signedIn(t);
-      const request = await authorizationPath(config, { prompt: 'none' });
+      const request = await authorizationRequest(config, { prompt: 'none' });
       const q = clientError(await browser.get(request.path));
       expect(q).toMatchObject({ error: 'consent_required', state: request.state });
 
@@ -139,7 +122,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
         [{ max_age: '-1' }, 'max_age must be a whole number of seconds.'],
         [{ max_age: '1.5' }, 'max_age must be a whole number of seconds.'],
       ] as const) {
-        const request = await authorizationPath(config, params);
+        const request = await authorizationRequest(config, params);
         expect(clientError(await browser.get(request.path))).toEqual({
           error: 'invalid_request',
           error_description: description,
@@ -152,7 +135,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
     it('shows a self-registered client its login_required as a page, never a redirect', async () => {
       // As dynamic registration (RFC 7591) stores it: with the hash of its registration access token.
       const config = await relyingParty(await registerClient(t, { registrationTokenHash: 'a'.repeat(64) }));
-      const request = await authorizationPath(config, { prompt: 'none' });
+      const request = await authorizationRequest(config, { prompt: 'none' });
       const res = await new Browser(t).get(request.path);
       expect(res.status).toBe(400);
       expect(res.headers.location).toBeUndefined();
@@ -176,7 +159,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect(firstCsrf).toMatch(/\S/);
       await sleep(1100);
 
-      const request = await authorizationPath(config, { prompt: 'login' });
+      const request = await authorizationRequest(config, { prompt: 'login' });
       const { returnTo } = loginRedirect(await browser.get(request.path));
       expect(returnTo.pathname).toBe('/authorize');
       expect(returnTo.searchParams.has('prompt')).toBe(false);
@@ -224,13 +207,13 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       await sleep(1100);
 
       for (const config of [trusted, other]) {
-        const request = await authorizationPath(config, { max_age: '1' });
+        const request = await authorizationRequest(config, { max_age: '1' });
         const { returnTo } = loginRedirect(await browser.get(request.path));
         expect(returnTo.searchParams.has('max_age')).toBe(false);
         expect(returnTo.searchParams.get('nonce')).toBe(request.nonce);
-        const silent = await authorizationPath(config, { max_age: '1', prompt: 'none' });
+        const silent = await authorizationRequest(config, { max_age: '1', prompt: 'none' });
         expect(clientError(await browser.get(silent.path))).toMatchObject({ error: 'login_required', state: silent.state });
-        const forced = await authorizationPath(config, { max_age: '0' });
+        const forced = await authorizationRequest(config, { max_age: '0' });
         loginRedirect(await browser.get(forced.path));
       }
       // A long max_age is satisfied by the session's login.
@@ -248,7 +231,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       for (const trusted of [false, true]) {
         const config = await relyingParty(await registerClient(t, { trusted }));
         if (!trusted) await idTokenClaims(browser, config);
-        const request = await authorizationPath(config, { prompt: 'consent' });
+        const request = await authorizationRequest(config, { prompt: 'consent' });
         const page = await browser.get(request.path);
         expect(page.status).toBe(200);
         expect(page.text).toContain('wants access to your account');
@@ -266,7 +249,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
     it('prefills the login form with login_hint, HTML-escaped, and uses it for nothing else', async () => {
       const config = await relyingParty(await registerClient(t, { trusted: true }));
       const attack = '"><script>alert(1)</script>@evil.example';
-      const request = await authorizationPath(config, { login_hint: attack, ui_locales: 'de fr' });
+      const request = await authorizationRequest(config, { login_hint: attack, ui_locales: 'de fr' });
       const browser = new Browser(t);
       const redirect = await browser.get(request.path);
       expect(loginRedirect(redirect).loginHint).toBe(attack);
@@ -307,14 +290,14 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
         expect(mine.claims.sub).toBe(user.id);
 
         const someoneElse = await idTokenOf(randomUUID(), view.client_id);
-        const silent = await authorizationPath(config, { prompt: 'none', id_token_hint: someoneElse });
+        const silent = await authorizationRequest(config, { prompt: 'none', id_token_hint: someoneElse });
         expect(clientError(await browser.get(silent.path))).toEqual({
           error: 'login_required',
           error_description: 'The user is not signed in, or not recently enough.',
           state: silent.state,
           iss: issuer.origin,
         });
-        const interactive = await authorizationPath(config, { id_token_hint: someoneElse });
+        const interactive = await authorizationRequest(config, { id_token_hint: someoneElse });
         expect(loginRedirect(await browser.get(interactive.path)).returnTo.searchParams.get('id_token_hint')).toBe(someoneElse);
       }
     });
@@ -331,7 +314,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
         ['garbage', 'id_token_hint is not an ID token issued by this server.'],
         [await idTokenOf(user.id, other.client_id), 'id_token_hint was issued to another client.'],
       ] as const) {
-        const request = await authorizationPath(config, { prompt: 'none', id_token_hint: hint });
+        const request = await authorizationRequest(config, { prompt: 'none', id_token_hint: hint });
         expect(clientError(await browser.get(request.path)), description).toEqual({
           error: 'invalid_request',
           error_description: description,
@@ -356,7 +339,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
         ],
       ] as const) {
         // Added to the request as sent: openid-client would make a request-object request of the whole of it.
-        const request = await authorizationPath(config);
+        const request = await authorizationRequest(config);
         const res = await browser.get(`${request.path}&${new URLSearchParams(params)}`);
         expect(clientError(res)).toEqual({ error, error_description: description, state: request.state, iss: issuer.origin });
       }
@@ -392,7 +375,7 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
     }
 
     async function expectSignedOut(browser: Browser, config: client.Configuration) {
-      const request = await authorizationPath(config, { prompt: 'none' });
+      const request = await authorizationRequest(config, { prompt: 'none' });
       expect(clientError(await browser.get(request.path))).toMatchObject({ error: 'login_required' });
     }
 
