@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { type Statement, type StatementWrite, bindValues as bind, sqliteConnection } from './sql';
+import { SqliteGroupCommit } from './sqlite-group-commit';
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
@@ -29,6 +30,8 @@ export async function lockedReadWrite<Row, T>(
     });
   }
   const db = sqliteConnection(dataSource);
+  // The hot paths' open batch (if any) is committed first: this transaction is one of its own.
+  SqliteGroupCommit.flushOpen();
   // TypeORM runs its SQLite transactions on this same connection; one of them is under way (awaiting between
   // its statements): this one cannot start inside it.
   if (db.inTransaction) throw new Error('the database connection is inside another transaction; try again');

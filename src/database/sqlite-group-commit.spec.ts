@@ -1,0 +1,121 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
+
+/** Real SQLite files, two connections to each: what one commits, the other sees; what it has not, the other does not. */
+describe('SqliteGroupCommit', () => {
+  let dir: string;
+  let file: string;
+  let db: Database.Database;
+  let other: Database.Database;
+  let group: SqliteGroupCommit;
+
+  const open = (path: string) => {
+    const connection = new Database(path, { timeout: 2_000 });
+    connection.pragma('journal_mode = WAL');
+    connection.pragma('foreign_keys = ON');
+    return connection;
+  };
+  /** Work for a group: its own statements (what others prepare commits the open batch first). */
+  const insert =
+    (id: number, on: SqliteGroupCommit = group) =>
+    () =>
+      on.statement('INSERT INTO items (id) VALUES (?)').run(id).changes;
+  const seenByOther = () => other.prepare('SELECT id FROM items ORDER BY id').pluck().all() as number[];
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
+    file = join(dir, 'db.sqlite');
+    db = open(file);
+    db.exec(`CREATE TABLE parents (id INTEGER PRIMARY KEY);
+      CREATE TABLE items (id INTEGER PRIMARY KEY,
+        parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)`);
+    other = open(file);
+    group = SqliteGroupCommit.of(db as unknown as SqliteConnection);
+  });
+  afterEach(() => {
+    db.close();
+    other.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('commits the writes of one turn of the event loop together, and answers each only once they are committed', async () => {
+    const answered: Array<[number, number[]]> = [];
+    const writes = [1, 2, 3].map((id) => group.run(insert(id), true).then((changes) => answered.push([changes, seenByOther()])));
+    // Executed, not committed: another connection sees none of them yet.
+    expect(db.inTransaction).toBe(true);
+    expect(seenByOther()).toEqual([]);
+    await Promise.all(writes);
+    expect(answered).toEqual([
+      [1, [1, 2, 3]],
+      [1, [1, 2, 3]],
+      [1, [1, 2, 3]],
+    ]);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('fails only the statement that failed; the others of its batch are committed', async () => {
+    const results = await Promise.allSettled([group.run(insert(1), true), group.run(insert(1), true), group.run(insert(2), true)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(seenByOther()).toEqual([1, 2]);
+  });
+
+  it('fails every caller of a batch whose COMMIT fails, and keeps none of its writes', async () => {
+    const orphan = () => group.statement('INSERT INTO items (id, parent) VALUES (?, ?)').run(3, 99).changes;
+    const results = await Promise.allSettled([group.run(insert(1), true), group.run(orphan, true)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+    expect(seenByOther()).toEqual([]);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('answers a read at once when no batch is open, and a read after a write of the same turn only with the batch', async () => {
+    const read = () => group.statement('SELECT count(*) AS n FROM items').all()[0];
+    expect(db.inTransaction).toBe(false);
+    await expect(group.run(read, false)).resolves.toEqual({ n: 0 });
+    expect(db.inTransaction).toBe(false);
+    const write = group.run(insert(1), true);
+    let readAnswered = false;
+    const later = group.run(read, false).then((row) => {
+      readAnswered = true;
+      return row;
+    });
+    await Promise.resolve();
+    expect(readAnswered).toBe(false);
+    await write;
+    await expect(later).resolves.toEqual({ n: 1 });
+  });
+
+  it('commits the open batch before anyone else uses the connection (an ORM statement, exec, a transaction of its own)', async () => {
+    const write = group.run(insert(1), true);
+    db.prepare('SELECT 1').get();
+    expect(seenByOther()).toEqual([1]);
+    await write;
+
+    const second = group.run(insert(2), true);
+    db.exec('BEGIN');
+    expect(seenByOther()).toEqual([1, 2]);
+    db.exec('INSERT INTO items (id) VALUES (3)');
+    // Inside someone else's transaction a statement is part of it, and answers at once.
+    await expect(group.run(insert(4), true)).resolves.toBe(1);
+    db.exec('COMMIT');
+    await second;
+    expect(seenByOther()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('does not deadlock two connections of one process writing in the same turn', async () => {
+    const third = open(file);
+    try {
+      const thirdGroup = SqliteGroupCommit.of(third as unknown as SqliteConnection);
+      const writes = [group.run(insert(1), true), thirdGroup.run(insert(2, thirdGroup), true), group.run(insert(3), true)];
+      await expect(Promise.all(writes)).resolves.toEqual([1, 1, 1]);
+      expect(seenByOther()).toEqual([1, 2, 3]);
+    } finally {
+      third.close();
+    }
+  });
+});
