@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import { uuidV7 } from '../common/uuid-v7';
 import type { AuditContext } from '../audit/audit-events';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { Client } from './entities/client.entity';
@@ -216,7 +216,8 @@ export class CodeGrantService {
       now,
     );
     const params = {
-      grantId: randomUUID(),
+      // Time-ordered: the grant's rows and index entries go in at the end of their indexes (see uuidV7).
+      grantId: uuidV7(now),
       codeHash: hashSecret(code),
       userId,
       clientId: input.client.id,

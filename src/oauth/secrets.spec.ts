@@ -13,6 +13,13 @@ describe('secrets', () => {
     expect(randomSecret(16)).toHaveLength(22);
   });
 
+  it('never hands out the same bytes twice, across refills of its pool of random bytes', () => {
+    // 600 secrets of 32 bytes span five 4 KB draws; any reuse of a slice would repeat a secret.
+    const secrets = Array.from({ length: 600 }, () => randomSecret(32));
+    expect(new Set(secrets).size).toBe(600);
+    expect(randomSecret(5000)).toHaveLength(Math.ceil((5000 * 4) / 3));
+  });
+
   it('stores a secret as its SHA-256 and compares in constant time', () => {
     expect(hashSecret('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
     expect(safeEqual('abc', 'abc')).toBe(true);
