@@ -126,15 +126,21 @@ export class RefreshGrantService {
     const scope = narrowed(row.scope, requestedScope);
     const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, resource), row.grant_resources);
 
-    const won = await this.db.run(ROTATE_REFRESH_TOKEN, { now, tokenHash, sealed });
-    if (!won.affected) {
+    const login = loginOf(row.grant_auth_time, row.grant_sid);
+    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
+    // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
+    // without the successor it was rotated to, and on SQLite it is one write of the group commit instead of two.
+    const [won] = await this.db.atomic([
+      { statement: ROTATE_REFRESH_TOKEN, params: { now, tokenHash, sealed } },
+      { ...this.issuer.refreshTokenWrite(grant, now, event, row.scope, next), onlyIfChanged: true },
+    ]);
+    if (!won) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
       return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, event);
     }
-    const login = loginOf(row.grant_auth_time, row.grant_sid);
-    const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
-    return this.issuer.issue(grant, scope, now, event, row.scope, next);
+    this.audit.log(event);
+    return this.issuer.respond(grant, scope, next);
   }
 
   /**

@@ -4,7 +4,7 @@ import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
 import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
-import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
@@ -180,19 +180,31 @@ export class TokenIssuer {
     refreshScope = scope,
     refresh = this.newRefreshToken(),
   ): Promise<TokenResponse> {
-    await this.db.run(this.db.postgres ? INSERT_REFRESH_TOKEN_POSTGRES : INSERT_REFRESH_TOKEN_SQLITE, {
-      tokenHash: refresh.hash,
-      grantId: grant.id,
-      clientId: grant.clientId,
-      userId: grant.userId,
-      scope: refreshScope,
-      now,
-      // The family's lifetime is absolute: rotation never extends it.
-      expiresAt: grant.expiresAt,
-      ...AuditService.params(event),
-    });
+    const { statement, params } = this.refreshTokenWrite(grant, now, event, refreshScope, refresh);
+    await this.db.run(statement, params);
     this.audit.log(event);
     return this.respond(grant, scope, refresh);
+  }
+
+  /**
+   * The statement that stores `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
+   * are the grant's), for a caller that makes it one of a group of writes ({@link SqlRunner.atomic}).
+   */
+  refreshTokenWrite(grant: GrantRef, now: number, event: AuditEvent, refreshScope: string, refresh: RefreshTokenSecret): StatementWrite {
+    return {
+      statement: this.db.postgres ? INSERT_REFRESH_TOKEN_POSTGRES : INSERT_REFRESH_TOKEN_SQLITE,
+      params: {
+        tokenHash: refresh.hash,
+        grantId: grant.id,
+        clientId: grant.clientId,
+        userId: grant.userId,
+        scope: refreshScope,
+        now,
+        // The family's lifetime is absolute: rotation never extends it.
+        expiresAt: grant.expiresAt,
+        ...AuditService.params(event),
+      },
+    };
   }
 
   /**
