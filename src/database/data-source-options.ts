@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { discoverMigrations } from './migrations';
+import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
 import { SnakeNamingStrategy } from './snake-naming.strategy';
 
 /**
@@ -42,6 +43,8 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
         // temporary file: with a file, batching four code issues cost more CPU than committing each (106 vs 105 µs
         // each); in memory 67 µs.
         db.pragma('temp_store = MEMORY');
+        // Before TypeORM prepares anything: every statement it prepares from now on commits an open batch first.
+        SqliteGroupCommit.of(db as unknown as SqliteConnection);
       },
     };
   }

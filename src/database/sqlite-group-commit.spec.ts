@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DataSource } from 'typeorm';
+import { dataSourceOptions } from './data-source-options';
+import { SqlRunner, sql } from './sql';
 import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
 
 /** Real SQLite files, two connections to each: what one commits, the other sees; what it has not, the other does not. */
@@ -116,6 +119,23 @@ describe('SqliteGroupCommit', () => {
       expect(seenByOther()).toEqual([1, 2, 3]);
     } finally {
       third.close();
+    }
+  });
+
+  it("lets the application's data source start a transaction while a batch is open, with statements TypeORM cached before", async () => {
+    const dataSource = new DataSource(await dataSourceOptions({ database: { kind: 'sqlite', file: join(dir, 'app.sqlite') } }));
+    await dataSource.initialize();
+    try {
+      // TypeORM prepares and caches BEGIN TRANSACTION / COMMIT here, before any hot statement ran.
+      await dataSource.transaction((manager) => manager.query('CREATE TABLE notes (id INTEGER PRIMARY KEY)'));
+      const hot = new SqlRunner(dataSource);
+      const write = hot.run(sql`INSERT INTO notes (id) VALUES (:id)`, { id: 1 });
+      // The batch is open now; TypeORM's cached BEGIN must commit it first, not fail inside it.
+      await dataSource.transaction((manager) => manager.query('INSERT INTO notes (id) VALUES (2)'));
+      await expect(write).resolves.toEqual({ rows: [], affected: 1 });
+      expect(await dataSource.query('SELECT id FROM notes ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
+    } finally {
+      await dataSource.destroy();
     }
   });
 });

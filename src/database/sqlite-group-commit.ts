@@ -39,7 +39,8 @@ const groups = new WeakMap<SqliteConnection, SqliteGroupCommit>();
  * - A failing statement is undone alone (SQLite's statement journal); one that ends the whole transaction (full
  *   disk, I/O error) fails every caller of the batch, as does a failed COMMIT.
  * - Everything else that uses the connection — TypeORM's queries and transactions, migrations, closing — first
- *   commits the open batch: the connection's entry points and the statements others prepare are wrapped once.
+ *   commits the open batch: the connection's entry points and the statements others prepare are wrapped once,
+ *   when the connection opens (data-source-options.ts), before TypeORM prepares and caches any statement.
  * - Inside a transaction of someone else (TypeORM awaiting between its statements), a statement runs as part of
  *   it and answers at once, as without batching.
  */
