@@ -30,8 +30,8 @@ export async function lockedReadWrite<Row, T>(
     });
   }
   const db = sqliteConnection(dataSource);
-  // The hot paths' open batch (if any) is committed first: this transaction is one of its own.
-  SqliteGroupCommit.flushOpen();
+  // The hot paths' queued writes (if any) are committed first: this transaction is one of its own.
+  SqliteGroupCommit.flushQueued();
   // TypeORM runs its SQLite transactions on this same connection; one of them is under way (awaiting between
   // its statements): this one cannot start inside it.
   if (db.inTransaction) throw new Error('the database connection is inside another transaction; try again');

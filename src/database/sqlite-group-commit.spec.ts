@@ -48,8 +48,8 @@ describe('SqliteGroupCommit', () => {
   it('commits the writes of one turn of the event loop together, and answers each only once they are committed', async () => {
     const answered: Array<[number, number[]]> = [];
     const writes = [1, 2, 3].map((id) => group.run(insert(id), true).then((changes) => answered.push([changes, seenByOther()])));
-    // Executed, not committed: another connection sees none of them yet.
-    expect(db.inTransaction).toBe(true);
+    // Queued: nothing written, no lock taken, until the turn's I/O callbacks are done.
+    expect(db.inTransaction).toBe(false);
     expect(seenByOther()).toEqual([]);
     await Promise.all(writes);
     expect(answered).toEqual([
@@ -76,24 +76,15 @@ describe('SqliteGroupCommit', () => {
     expect(db.inTransaction).toBe(false);
   });
 
-  it('answers a read at once when no batch is open, and a read after a write of the same turn only with the batch', async () => {
-    const read = () => group.statement('SELECT count(*) AS n FROM items').all()[0];
-    expect(db.inTransaction).toBe(false);
-    await expect(group.run(read, false)).resolves.toEqual({ n: 0 });
-    expect(db.inTransaction).toBe(false);
+  it('answers a read at once, from what is committed: not from writes still queued', async () => {
+    const count = () => group.statement('SELECT count(*) AS n FROM items').all()[0];
     const write = group.run(insert(1), true);
-    let readAnswered = false;
-    const later = group.run(read, false).then((row) => {
-      readAnswered = true;
-      return row;
-    });
-    await Promise.resolve();
-    expect(readAnswered).toBe(false);
+    await expect(group.run(count, false)).resolves.toEqual({ n: 0 });
     await write;
-    await expect(later).resolves.toEqual({ n: 1 });
+    await expect(group.run(count, false)).resolves.toEqual({ n: 1 });
   });
 
-  it('commits the open batch before anyone else uses the connection (an ORM statement, exec, a transaction of its own)', async () => {
+  it('commits the queued writes before anyone else uses the connection (an ORM statement, exec, a transaction of its own)', async () => {
     const write = group.run(insert(1), true);
     db.prepare('SELECT 1').get();
     expect(seenByOther()).toEqual([1]);
@@ -117,12 +108,21 @@ describe('SqliteGroupCommit', () => {
       const writes = [group.run(insert(1), true), thirdGroup.run(insert(2, thirdGroup), true), group.run(insert(3), true)];
       await expect(Promise.all(writes)).resolves.toEqual([1, 1, 1]);
       expect(seenByOther()).toEqual([1, 2, 3]);
+
+      // A write inside a transaction of someone else on one connection, while the other has writes queued: the
+      // queue is committed first, so neither waits for a lock the other holds (2 s busy timeout: a deadlock fails).
+      db.exec('BEGIN');
+      const queued = thirdGroup.run(insert(4, thirdGroup), true);
+      await expect(group.run(insert(5), true)).resolves.toBe(1);
+      db.exec('COMMIT');
+      await expect(queued).resolves.toBe(1);
+      expect(seenByOther()).toEqual([1, 2, 3, 4, 5]);
     } finally {
       third.close();
     }
   });
 
-  it("lets the application's data source start a transaction while a batch is open, with statements TypeORM cached before", async () => {
+  it("lets the application's data source start a transaction while writes are queued, with statements TypeORM cached before", async () => {
     const dataSource = new DataSource(await dataSourceOptions({ database: { kind: 'sqlite', file: join(dir, 'app.sqlite') } }));
     await dataSource.initialize();
     try {
@@ -130,8 +130,18 @@ describe('SqliteGroupCommit', () => {
       await dataSource.transaction((manager) => manager.query('CREATE TABLE notes (id INTEGER PRIMARY KEY)'));
       const hot = new SqlRunner(dataSource);
       const write = hot.run(sql`INSERT INTO notes (id) VALUES (:id)`, { id: 1 });
-      // The batch is open now; TypeORM's cached BEGIN must commit it first, not fail inside it.
-      await dataSource.transaction((manager) => manager.query('INSERT INTO notes (id) VALUES (2)'));
+      // The write is queued; TypeORM's cached BEGIN must commit it first (in program order), not run past it.
+      const reader = open(join(dir, 'app.sqlite'));
+      let committedBefore: unknown;
+      try {
+        await dataSource.transaction(async (manager) => {
+          committedBefore = reader.prepare('SELECT id FROM notes').pluck().all();
+          await manager.query('INSERT INTO notes (id) VALUES (2)');
+        });
+      } finally {
+        reader.close();
+      }
+      expect(committedBefore).toEqual([1]);
       await expect(write).resolves.toEqual({ rows: [], affected: 1 });
       expect(await dataSource.query('SELECT id FROM notes ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
     } finally {

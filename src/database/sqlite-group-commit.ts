@@ -23,10 +23,9 @@ const CACHE_SIZE = 200;
 const groups = new WeakMap<SqliteConnection, SqliteGroupCommit>();
 
 /**
- * Group commit for the embedded SQLite database: the hot paths' statements of one turn of the event loop run in
- * one transaction, committed when the turn's I/O callbacks are done (`setImmediate`), and each caller gets its
- * result only after that commit — so a response never reports a write that is not durable, and nothing is lost
- * that a client was told happened.
+ * Group commit for the embedded SQLite database: the hot paths' writes of one turn of the event loop are queued and
+ * run together in one transaction when the turn's I/O callbacks are done (`setImmediate`); each caller gets its
+ * result once that transaction is committed, so a response never reports a write that is not committed.
  *
  * Why: a commit in WAL mode appends every page the transaction changed to the log, two `pwrite`s per page. A code
  * issue changes about 16 pages (three tables, their ten indexes); issued alone it costs about 105 µs of CPU,
@@ -35,30 +34,32 @@ const groups = new WeakMap<SqliteConnection, SqliteGroupCommit>();
  * statement in a transaction keeps stays in memory (`temp_store = MEMORY`), or batching would cost more than it saves.
  *
  * Rules that keep it correct:
- * - Reads join an open batch (so that no response shows another request's uncommitted write) but never open one.
- * - A failing statement is undone alone (SQLite's statement journal); one that ends the whole transaction (full
- *   disk, I/O error) fails every caller of the batch, as does a failed COMMIT.
+ * - Writes wait in the queue; the write lock is taken only for the flush, which runs them and commits without
+ *   yielding (another process sharing the file waits microseconds, as for single statements). Reads run at once
+ *   and see only committed data.
+ * - A failing statement is undone alone (SQLite's statement journal) and fails its caller only; one that ends the
+ *   whole transaction (full disk, I/O error) fails every caller of the batch, as does a failed COMMIT.
  * - Everything else that uses the connection — TypeORM's queries and transactions, migrations, closing — first
- *   commits the open batch: the connection's entry points and the statements others prepare are wrapped once,
- *   when the connection opens (data-source-options.ts), before TypeORM prepares and caches any statement.
- * - Inside a transaction of someone else (TypeORM awaiting between its statements), a statement runs as part of
- *   it and answers at once, as without batching.
+ *   flushes the queue: the connection's entry points and the statements others prepare are wrapped once, when the
+ *   connection opens (data-source-options.ts), before TypeORM prepares and caches any statement.
+ * - Inside a transaction of someone else on this connection (TypeORM awaiting between its statements), a write
+ *   runs as part of it and answers at once, as without batching.
  */
 export class SqliteGroupCommit {
   /**
-   * The group whose batch is open, if any: one per process. A second connection to the same file in this process
-   * (tests run several instances in one) would otherwise wait for the first's write lock synchronously, in the
-   * busy handler, while the commit that frees it waits for the event loop: each batch and each foreign use first
-   * commits the open one, whichever connection it is on.
+   * The group whose queue holds writes, if any: one per process. Another connection to the same file in this
+   * process (tests run several instances in one) could otherwise find the write lock taken by this one while
+   * waiting synchronously in SQLite's busy handler: each flush and each foreign use first flushes it.
    */
-  private static openGroup: SqliteGroupCommit | undefined;
-  private pending: Array<{ settle: () => void; fail: (error: unknown) => void }> = [];
+  private static queued: SqliteGroupCommit | undefined;
+  private queue: Array<{ work: () => unknown; settle: (value: unknown) => void; fail: (error: unknown) => void }> = [];
   private readonly cache = new Map<string, SqliteStatement>();
   private readonly prepareOwn: (text: string) => SqliteStatement;
   private readonly begin: SqliteStatement;
   private readonly commit: SqliteStatement;
   private readonly rollback: SqliteStatement;
-  private readonly commitSoon = () => this.flush();
+  private readonly flushSoon = () => this.flush();
+  private stuck = false;
 
   private constructor(private readonly db: SqliteConnection) {
     const prepare = db.prepare.bind(db);
@@ -76,7 +77,7 @@ export class SqliteGroupCommit {
     return group;
   }
 
-  /** A statement of the hot paths, prepared once per connection; runs without committing the batch. */
+  /** A statement of the hot paths, prepared once per connection; runs without flushing the queue. */
   statement(text: string): SqliteStatement {
     let statement = this.cache.get(text);
     if (!statement) {
@@ -88,77 +89,96 @@ export class SqliteGroupCommit {
   }
 
   /**
-   * Runs `work` (synchronous statements on this connection) in the open batch, opening one when `writes` and none
-   * is open; resolves with its result once the batch is committed. Outside a batch a read answers at once.
+   * Runs `work` (synchronous statements on this connection): a read at once; a write (`writes`) in the next flush,
+   * resolving with its result once that is committed.
    */
   run<T>(work: () => T, writes: boolean): Promise<T> {
-    if (SqliteGroupCommit.openGroup !== this && (!writes || this.db.inTransaction)) {
+    if (this.stuck) {
+      this.rollBack();
+      if (this.stuck) return Promise.reject(new Error('the SQLite connection is stuck in a transaction it could not roll back'));
+    }
+    if (!writes || this.db.inTransaction) {
+      // A read, or a write inside someone else's transaction on this connection: now, as without batching (the
+      // other connection's queue first: its flush must not find this connection holding the write lock).
+      if (writes && SqliteGroupCommit.queued !== this) SqliteGroupCommit.flushQueued();
       try {
         return Promise.resolve(work());
       } catch (error) {
         return Promise.reject(error);
       }
     }
-    if (SqliteGroupCommit.openGroup !== this) {
-      SqliteGroupCommit.flushOpen();
-      try {
-        this.begin.run();
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      SqliteGroupCommit.openGroup = this;
-      setImmediate(this.commitSoon);
+    if (SqliteGroupCommit.queued !== this) {
+      SqliteGroupCommit.flushQueued();
+      SqliteGroupCommit.queued = this;
+      setImmediate(this.flushSoon);
     }
     return new Promise<T>((resolve, reject) => {
-      let value: T;
-      try {
-        value = work();
-      } catch (error) {
-        // A statement that took the whole transaction with it (SQLite rolls back on a full disk or an I/O error).
-        if (!this.db.inTransaction) this.abandon(error);
-        reject(error);
-        return;
-      }
-      this.pending.push({ settle: () => resolve(value), fail: reject });
+      this.queue.push({ work, settle: resolve as (value: unknown) => void, fail: reject });
     });
   }
 
-  /** Commits the process's open batch, if any, and answers its callers. */
-  static flushOpen(): void {
-    SqliteGroupCommit.openGroup?.flush();
+  /** Runs and commits the process's queued writes, if any, and answers their callers. */
+  static flushQueued(): void {
+    SqliteGroupCommit.queued?.flush();
   }
 
-  /** Commits this connection's open batch (if any) and answers its callers. */
+  /** Runs this connection's queued writes in one transaction, commits, and answers their callers. */
   private flush(): void {
-    if (SqliteGroupCommit.openGroup !== this) return;
-    const pending = this.pending;
-    SqliteGroupCommit.openGroup = undefined;
-    this.pending = [];
+    if (SqliteGroupCommit.queued !== this) return;
+    const queue = this.queue;
+    SqliteGroupCommit.queued = undefined;
+    this.queue = [];
+    try {
+      this.begin.run();
+    } catch (error) {
+      for (const { fail } of queue) fail(error);
+      return;
+    }
+    const results: unknown[] = [];
+    for (let i = 0; i < queue.length; i++) {
+      try {
+        results[i] = queue[i].work();
+      } catch (error) {
+        queue[i].fail(error); // (its promise is settled: a later settle or fail of it does nothing)
+        // A statement that took the whole transaction with it (SQLite rolls back on a full disk or an I/O error):
+        // what ran before it is gone, what comes after is not run.
+        if (!this.db.inTransaction) return this.failAll(queue, error);
+      }
+    }
     try {
       this.commit.run();
     } catch (error) {
-      if (this.db.inTransaction) this.rollback.run();
-      for (const { fail } of pending) fail(error);
-      return;
+      this.rollBack();
+      return this.failAll(queue, error);
     }
-    for (const { settle } of pending) settle();
+    queue.forEach(({ settle }, i) => settle(results[i]));
   }
 
-  private abandon(error: unknown): void {
-    const pending = this.pending;
-    SqliteGroupCommit.openGroup = undefined;
-    this.pending = [];
-    for (const { fail } of pending) fail(error);
+  private failAll(queue: Array<{ fail: (error: unknown) => void }>, error: unknown): void {
+    for (const { fail } of queue) fail(error);
   }
 
-  /** Makes every other use of the connection commit the open batch first. */
+  /**
+   * Undoes a batch whose COMMIT failed. If even the ROLLBACK fails, the connection is marked stuck: later writes
+   * fail (after trying the ROLLBACK again) instead of running inside a transaction nobody will commit.
+   */
+  private rollBack(): void {
+    try {
+      if (this.db.inTransaction) this.rollback.run();
+    } catch {
+      // Checked below.
+    }
+    this.stuck = this.db.inTransaction;
+  }
+
+  /** Makes every other use of the connection flush the queued writes first. */
   private wrapForeignUse(prepareOwn: (text: string) => SqliteStatement): void {
     const db = this.db as unknown as Record<string, unknown>;
     for (const name of FOREIGN_ENTRY_POINTS) {
       const original = db[name];
       if (typeof original !== 'function') continue;
       db[name] = (...args: unknown[]) => {
-        SqliteGroupCommit.flushOpen();
+        SqliteGroupCommit.flushQueued();
         return (original as (...a: unknown[]) => unknown).apply(this.db, args);
       };
     }
@@ -169,7 +189,7 @@ export class SqliteGroupCommit {
           if (typeof value !== 'function') return value;
           const runs = STATEMENT_RUNS.has(property);
           return (...args: unknown[]) => {
-            if (runs) SqliteGroupCommit.flushOpen();
+            if (runs) SqliteGroupCommit.flushQueued();
             const result = (value as (...a: unknown[]) => unknown).apply(target, args);
             // pluck(), raw(), bind() ... return the statement: keep handing out the wrapped one.
             return result === target ? proxy : result;
