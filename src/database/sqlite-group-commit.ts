@@ -13,7 +13,7 @@ export interface SqliteConnection {
   transaction<T>(fn: () => T): { (): T; immediate(): T };
 }
 
-/** The connection's methods that run SQL for others (TypeORM, migrations, the locked writes): each commits the open batch first. */
+/** The connection's methods that run SQL for others (TypeORM, migrations, the locked writes): each flushes the queued writes first. */
 const FOREIGN_ENTRY_POINTS = ['exec', 'pragma', 'close', 'backup', 'serialize'] as const;
 /** The methods of a statement prepared by others that run it. */
 const STATEMENT_RUNS = new Set<PropertyKey>(['run', 'all', 'get', 'iterate']);
