@@ -91,7 +91,7 @@ export interface SqlResult<Row> {
  * each connection parses and plans it once, later runs only bind and execute. Measured on the code flow's four
  * statements: 1.04 -> 0.61-0.80 ms of PostgreSQL CPU per flow. (Behind PgBouncer this needs its support of
  * prepared statements in transaction mode, 1.21+ with `max_prepared_statements`.) On SQLite it is prepared once
- * per connection and runs in the connection's group commit ({@link SqliteGroupCommit}): the hot statements of one
+ * per connection; a write runs in the connection's group commit ({@link SqliteGroupCommit}): the hot writes of one
  * turn of the event loop share a transaction, and each answers once that is committed.
  */
 @Injectable()
@@ -142,7 +142,7 @@ export class SqlRunner {
     if (!this.postgres) {
       const db = sqliteConnection(this.dataSource);
       const group = SqliteGroupCommit.of(db);
-      // Inside the open batch, better-sqlite3 makes this a savepoint: these writes still go all or none.
+      // Inside the batch's transaction better-sqlite3 makes this a savepoint: these writes still go all or none.
       const writeAll = db.transaction(() => {
         const changed: number[] = [];
         for (const { text, values, onlyIfChanged } of compiled) {
