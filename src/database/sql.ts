@@ -3,8 +3,6 @@ import type { Pool, QueryResult } from 'pg';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
 
-export type { SqliteConnection } from './sqlite-group-commit';
-
 /** One placeholder syntax for both databases: `:name` (a `::` cast is left alone). */
 const PLACEHOLDER = /(?<!:):([A-Za-z_][A-Za-z0-9_]*)/g;
 
