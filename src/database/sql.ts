@@ -70,6 +70,9 @@ export interface StatementWrite {
   onlyIfChanged?: boolean;
 }
 
+/** Runs one statement at once inside {@link SqlRunner.sqliteUnit}. */
+export type SqliteExec = <Row = Record<string, unknown>>(statement: Statement, params?: Record<string, unknown>) => SqlResult<Row>;
+
 export function sqliteConnection(dataSource: DataSource): SqliteConnection {
   return (dataSource.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
 }
@@ -107,21 +110,52 @@ export class SqlRunner {
   }
 
   /** SQLite: the statement, prepared once, run in the connection's group commit (see {@link SqliteGroupCommit}). */
-  private async runSqlite<Row>(text: string, values: unknown[]): Promise<SqlResult<Row>> {
-    const { logger } = this.dataSource;
-    logger.logQuery(text, values);
+  private runSqlite<Row>(text: string, values: unknown[]): Promise<SqlResult<Row>> {
+    const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
+    let writes: boolean;
     try {
-      const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
-      const prepared = group.statement(text);
-      return await group.run((): SqlResult<Row> => {
-        if (!prepared.reader) return { rows: [], affected: prepared.run(...values).changes };
-        const rows = prepared.all(...values) as Row[];
-        return { rows, affected: rows.length };
-      }, !prepared.readonly);
+      writes = !group.statement(text).readonly;
     } catch (error) {
-      logger.logQueryError(error as Error, text, values);
-      throw new QueryFailedError(text, values, error as Error);
+      return Promise.reject(this.sqliteFailure(error, text, values));
     }
+    return group.run(() => this.execSqlite<Row>(group, text, values), writes);
+  }
+
+  /** Runs a hot-path statement on SQLite now (the caller is inside the group commit or reads committed data). */
+  private execSqlite<Row>(group: SqliteGroupCommit, text: string, values: unknown[]): SqlResult<Row> {
+    this.dataSource.logger.logQuery(text, values);
+    try {
+      const prepared = group.statement(text);
+      if (!prepared.reader) return { rows: [], affected: prepared.run(...values).changes };
+      const rows = prepared.all(...values) as Row[];
+      return { rows, affected: rows.length };
+    } catch (error) {
+      throw this.sqliteFailure(error, text, values);
+    }
+  }
+
+  private sqliteFailure(error: unknown, text: string, values: unknown[]): QueryFailedError {
+    this.dataSource.logger.logQueryError(error as Error, text, values);
+    return new QueryFailedError(text, values, error as Error);
+  }
+
+  /**
+   * SQLite only: runs `work` — its statements, through `exec` (synchronous), and the plain code between them — as
+   * one unit of the group commit, all or none: a write that depends on what an earlier statement returned needs no
+   * second flush (and no second wait for one). Resolves with `work`'s result once committed; if `work` throws,
+   * none of its writes stay and the promise rejects with that error.
+   */
+  sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
+    if (this.postgres) return Promise.reject(new Error('sqliteUnit runs on SQLite only'));
+    const db = sqliteConnection(this.dataSource);
+    const group = SqliteGroupCommit.of(db);
+    const exec: SqliteExec = <Row>(statement: Statement, params: Record<string, unknown> = {}) => {
+      const { text, values } = bindValues(statement, params, false);
+      return this.execSqlite<Row>(group, text, values);
+    };
+    // Inside the batch's transaction better-sqlite3 makes this a savepoint: the unit's writes go all or none.
+    const unit = db.transaction(() => work(exec));
+    return group.run(() => unit(), true);
   }
 
   /**
@@ -138,22 +172,14 @@ export class SqlRunner {
       return { text, values, onlyIfChanged: Boolean(write.onlyIfChanged), name: 'statement' in write ? write.statement.name : undefined };
     });
     if (!this.postgres) {
-      const db = sqliteConnection(this.dataSource);
-      const group = SqliteGroupCommit.of(db);
-      // Inside the batch's transaction better-sqlite3 makes this a savepoint: these writes still go all or none.
-      const writeAll = db.transaction(() => {
+      return this.sqliteUnit(() => {
+        const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
         const changed: number[] = [];
         for (const { text, values, onlyIfChanged } of compiled) {
-          if (onlyIfChanged && !changed.at(-1)) {
-            changed.push(0);
-            continue;
-          }
-          logger.logQuery(text, values);
-          changed.push(group.statement(text).run(...values).changes);
+          changed.push(onlyIfChanged && !changed.at(-1) ? 0 : this.execSqlite(group, text, values).affected);
         }
         return changed;
       });
-      return group.run(() => writeAll(), true);
     }
     const client = await this.pool().connect();
     try {

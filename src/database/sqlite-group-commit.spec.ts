@@ -148,4 +148,55 @@ describe('SqliteGroupCommit', () => {
       await dataSource.destroy();
     }
   });
+
+  describe('SqlRunner.sqliteUnit', () => {
+    let dataSource: DataSource;
+    let hot: SqlRunner;
+    let reader: Database.Database;
+    const committed = () => reader.prepare('SELECT id, note FROM notes ORDER BY id').all();
+    const claim = sql`UPDATE notes SET note = 'claimed' WHERE id = :id AND note = 'free' RETURNING id`;
+    const log = sql`INSERT INTO notes (id, note) VALUES (:id, :note)`;
+
+    beforeEach(async () => {
+      dataSource = new DataSource(await dataSourceOptions({ database: { kind: 'sqlite', file: join(dir, 'unit.sqlite') } }));
+      await dataSource.initialize();
+      await dataSource.query('CREATE TABLE notes (id INTEGER PRIMARY KEY, note TEXT NOT NULL)');
+      await dataSource.query("INSERT INTO notes (id, note) VALUES (1, 'free')");
+      hot = new SqlRunner(dataSource);
+      reader = open(join(dir, 'unit.sqlite'));
+    });
+    afterEach(async () => {
+      reader.close();
+      await dataSource.destroy();
+    });
+
+    it('runs a write that depends on an earlier statement of the unit in the same flush, answered once committed', async () => {
+      const unit = hot.sqliteUnit((exec) => {
+        const won = exec<{ id: number }>(claim, { id: 1 }).rows.length === 1;
+        if (won) exec(log, { id: 2, note: 'after the claim' });
+        return won;
+      });
+      const again = hot.sqliteUnit((exec) => exec(claim, { id: 1 }).rows.length === 1);
+      expect(committed()).toEqual([{ id: 1, note: 'free' }]);
+      await expect(Promise.all([unit, again])).resolves.toEqual([true, false]);
+      expect(committed()).toEqual([
+        { id: 1, note: 'claimed' },
+        { id: 2, note: 'after the claim' },
+      ]);
+    });
+
+    it('keeps none of the writes of a unit that throws, and fails only that unit of the batch', async () => {
+      const failing = hot.sqliteUnit((exec) => {
+        exec(claim, { id: 1 });
+        exec(log, { id: 1, note: 'a duplicate key' });
+      });
+      const other = hot.run(log, { id: 3, note: 'another caller' });
+      await expect(failing).rejects.toMatchObject({ driverError: { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' } });
+      await expect(other).resolves.toEqual({ rows: [], affected: 1 });
+      expect(committed()).toEqual([
+        { id: 1, note: 'free' },
+        { id: 3, note: 'another caller' },
+      ]);
+    });
+  });
 });

@@ -11,7 +11,7 @@ import { OAuthError } from './oauth-error';
 import { isRegisteredRedirectUri } from './redirect-uris';
 import { ResourceIndicators } from './resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
-import { type RefreshTokenSecret, TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
+import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
 
 export interface IssueCodeInput {
   client: Client;
@@ -164,7 +164,8 @@ interface ConsumedCode {
  * by one conditional UPDATE whose returned row picks the one winner, across requests and instances. The hot path
  * is plain SQL instead of the ORM, and each write carries its audit event in the same statement: on PostgreSQL
  * one statement issues a code, one redeems it (with the refresh token); on SQLite, one issues it (through the
- * `code_issue` view) and two redeem it (in-process statements cost microseconds, not round trips).
+ * `code_issue` view) and two redeem it in one unit of the group commit (in-process statements cost microseconds,
+ * not round trips).
  */
 @Injectable()
 export class CodeGrantService {
@@ -266,7 +267,25 @@ export class CodeGrantService {
         ...AuditService.params(event),
       });
     } else {
-      row = await this.db.one<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id });
+      // The code's consumption and, when its checks pass, the refresh token with the event: one unit of the group
+      // commit (the consumption stays when they fail: the code is spent whatever the outcome).
+      const issuing = withRefresh ? this.issuer.newRefreshToken() : undefined;
+      refresh = issuing;
+      row = await this.db.sqliteUnit((exec) => {
+        const consumed = exec<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id }).rows[0];
+        if (!consumed || !issuing) return consumed;
+        let grant: GrantRef;
+        try {
+          grant = this.redeemed(consumed, client, input, requestedResources, now);
+        } catch {
+          return consumed; // refused below, after the commit
+        }
+        event.userId = consumed.user_id;
+        const { statement, params } = this.issuer.refreshTokenWrite(grant, now, event, consumed.scope, issuing);
+        exec(statement, params);
+        consumed.issued = consumed.audited = true;
+        return consumed;
+      });
     }
     if (!row) {
       const known = await this.db.one<{ grant_id: string; client_id: string; user_id: string }>(FIND_CODE, { codeHash });
@@ -278,6 +297,29 @@ export class CodeGrantService {
       throw invalidGrant('The authorization code was already used.');
     }
     // The code is consumed now, whatever the outcome below.
+    const grant = this.redeemed(row, client, input, requestedResources, now);
+    // These checks are the conditions of the PostgreSQL statement and of the SQLite unit: the event (and the refresh
+    // token, for a client allowed the refresh-token grant) is stored exactly when they pass.
+    event.userId = row.user_id;
+    if (row.audited) {
+      this.audit.log(event);
+      if (!withRefresh) return this.issuer.respond(grant, row.scope);
+      if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
+    }
+    // A client not allowed the refresh-token grant gets no refresh token it could not use.
+    if (!withRefresh) {
+      await this.audit.save(event);
+      return this.issuer.respond(grant, row.scope);
+    }
+    return this.issuer.issue(grant, row.scope, now, event);
+  }
+
+  /**
+   * The grant a consumed code yields, after the checks of its redemption (RFC 6749 4.1.3, RFC 7636 4.6, RFC 8707):
+   * a live grant and code, the redirect URI of the request, the PKCE verifier, resources within the grant's.
+   * Throws the token endpoint's error otherwise.
+   */
+  private redeemed(row: ConsumedCode, client: Client, input: CodeExchangeInput, requestedResources: string[], now: number): GrantRef {
     const grantExpiresAt = epochMs(row.grant_expires_at, true);
     if (grantExpiresAt === null || row.grant_revoked_at !== null || grantExpiresAt <= now) {
       throw invalidGrant('The grant is no longer valid.');
@@ -295,10 +337,10 @@ export class CodeGrantService {
     } else if (input.codeVerifier !== undefined) {
       throw new OAuthError('invalid_request', 'code_verifier was sent for a code issued without a code challenge.');
     }
-    // The code is spent: a resource outside the authorization is refused, and the refresh token the statement
-    // may have stored is never handed out (nobody holds its secret).
+    // A resource outside the authorization is refused (the refresh token a PostgreSQL statement may have stored
+    // is then never handed out: nobody holds its secret).
     const audience = this.resources.audienceFor(requestedResources, row.grant_resources);
-    const grant = {
+    return {
       id: row.grant_id,
       userId: row.user_id,
       clientId: client.id,
@@ -306,19 +348,5 @@ export class CodeGrantService {
       audience,
       login: loginOf(row.grant_auth_time, row.grant_sid, row.nonce),
     };
-    // The checks above are the statement's conditions: on PostgreSQL the event (and the refresh token, for a
-    // client allowed the refresh-token grant) is stored exactly when they pass.
-    event.userId = row.user_id;
-    if (row.audited) {
-      this.audit.log(event);
-      if (!withRefresh) return this.issuer.respond(grant, row.scope);
-      if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
-    }
-    // A client not allowed the refresh-token grant gets no refresh token it could not use.
-    if (!withRefresh) {
-      await this.audit.save(event);
-      return this.issuer.respond(grant, row.scope);
-    }
-    return this.issuer.issue(grant, row.scope, now, event);
   }
 }
