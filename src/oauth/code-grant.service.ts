@@ -153,9 +153,9 @@ interface ConsumedCode {
   nonce: string | null;
   grant_auth_time: string | number | null;
   grant_sid: string | null;
-  /** PostgreSQL: whether the statement stored the new refresh token. */
+  /** Whether the redemption stored the new refresh token (PostgreSQL: its statement; SQLite: its unit). */
   issued?: boolean;
-  /** PostgreSQL: whether the statement stored the `code.redeemed` event (exactly when the code's checks pass). */
+  /** Whether the redemption stored the `code.redeemed` event (exactly when the code's checks pass). */
   audited?: boolean;
 }
 
@@ -251,6 +251,8 @@ export class CodeGrantService {
     const event = AuditService.event({ type: 'code.redeemed', actor, clientId: client.id }, context, now);
     let row: ConsumedCode | undefined;
     let refresh: RefreshTokenSecret | undefined;
+    // SQLite: what the unit's checks decided (PostgreSQL's statement decides in SQL; they are checked below).
+    let decided: { grant?: GrantRef; refused?: OAuthError } = {};
     if (this.db.postgres) {
       refresh = this.issuer.newRefreshToken();
       row = await this.db.one<ConsumedCode>(CONSUME_CODE_AND_ISSUE, {
@@ -267,24 +269,27 @@ export class CodeGrantService {
         ...AuditService.params(event),
       });
     } else {
-      // The code's consumption and, when its checks pass, the refresh token with the event: one unit of the group
-      // commit (the consumption stays when they fail: the code is spent whatever the outcome).
+      // One unit of the group commit: the code's consumption and, when its checks pass, the event with the refresh
+      // token (for a client allowed the refresh-token grant). A refused code stays consumed; if storing what it
+      // yields fails, nothing of the unit stays (as with PostgreSQL's one statement).
       const issuing = withRefresh ? this.issuer.newRefreshToken() : undefined;
       refresh = issuing;
-      row = await this.db.sqliteUnit((exec) => {
+      [row, decided] = await this.db.sqliteUnit((exec): [ConsumedCode | undefined, typeof decided] => {
         const consumed = exec<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id }).rows[0];
-        if (!consumed || !issuing) return consumed;
+        if (!consumed) return [undefined, {}];
         let grant: GrantRef;
         try {
           grant = this.redeemed(consumed, client, input, requestedResources, now);
-        } catch {
-          return consumed; // refused below, after the commit
+        } catch (error) {
+          if (error instanceof OAuthError) return [consumed, { refused: error }];
+          throw error;
         }
         event.userId = consumed.user_id;
-        const { statement, params } = this.issuer.refreshTokenWrite(grant, now, event, consumed.scope, issuing);
-        exec(statement, params);
-        consumed.issued = consumed.audited = true;
-        return consumed;
+        const write = issuing ? this.issuer.refreshTokenWrite(grant, now, event, consumed.scope, issuing) : AuditService.writeOf(event);
+        exec(write.statement, write.params);
+        consumed.issued = issuing !== undefined;
+        consumed.audited = true;
+        return [consumed, { grant }];
       });
     }
     if (!row) {
@@ -297,7 +302,8 @@ export class CodeGrantService {
       throw invalidGrant('The authorization code was already used.');
     }
     // The code is consumed now, whatever the outcome below.
-    const grant = this.redeemed(row, client, input, requestedResources, now);
+    if (decided.refused) throw decided.refused;
+    const grant = decided.grant ?? this.redeemed(row, client, input, requestedResources, now);
     // These checks are the conditions of the PostgreSQL statement and of the SQLite unit: the event (and the refresh
     // token, for a client allowed the refresh-token grant) is stored exactly when they pass.
     event.userId = row.user_id;

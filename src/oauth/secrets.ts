@@ -39,9 +39,11 @@ export function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 }
 
-/** RFC 7636 S256: BASE64URL(SHA256(ASCII(code_verifier))). */
+/**
+ * RFC 7636 S256: BASE64URL(SHA256(ASCII(code_verifier))), for a verifier that passed {@link PKCE_VALUE}: unreserved
+ * characters only, whose UTF-8 (what is hashed) is their ASCII.
+ */
 export function s256(verifier: string): string {
-  // The verifier is checked against PKCE_VALUE first (unreserved characters only): UTF-8 and ASCII agree.
   return hash('sha256', verifier, 'base64url');
 }
 

@@ -2,6 +2,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients.service';
+import { AuditEvent } from '../../src/audit/audit-event.entity';
 import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import {
   Browser,
@@ -65,14 +66,15 @@ describe('POST /token', () => {
       expect(res.body.refresh_token).toMatch(/^[A-Za-z0-9_-]{22,}$/);
     });
 
-    it('gives no refresh token to a client not allowed the refresh_token grant, and stores none', async () => {
+    it('gives no refresh token to a client not allowed the refresh_token grant, stores none, and stores the redemption event once', async () => {
       const client = await registerClient(t, { trusted: true, grantTypes: ['authorization_code'] });
       const { code, verifier } = await codeWithPkce({ client });
       const res = await redeem(client, code, verifier);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type']);
-      const stored = await t.app.get(DataSource).getRepository(RefreshToken).countBy({ clientId: client.client_id });
-      expect(stored).toBe(0);
+      const dataSource = t.app.get(DataSource);
+      expect(await dataSource.getRepository(RefreshToken).countBy({ clientId: client.client_id })).toBe(0);
+      expect(await dataSource.getRepository(AuditEvent).countBy({ clientId: client.client_id, type: 'code.redeemed' })).toBe(1);
     });
 
     it('issues an RFC 9068 access token (typ at+jwt, RS256, kid) that verifies against the published JWKS with every claim', async () => {
