@@ -146,15 +146,21 @@ export class SqlRunner {
    * none of its writes stay and the promise rejects with that error.
    */
   sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
+    return this.inSqliteUnit((group) =>
+      work(<Row>(statement: Statement, params: Record<string, unknown> = {}) => {
+        const { text, values } = bindValues(statement, params, false);
+        return this.execSqlite<Row>(group, text, values);
+      }),
+    );
+  }
+
+  /** {@link sqliteUnit} for work that runs its statements through the connection's group itself. */
+  private inSqliteUnit<T>(work: (group: SqliteGroupCommit) => T): Promise<T> {
     if (this.postgres) return Promise.reject(new Error('sqliteUnit runs on SQLite only'));
     const db = sqliteConnection(this.dataSource);
     const group = SqliteGroupCommit.of(db);
-    const exec: SqliteExec = <Row>(statement: Statement, params: Record<string, unknown> = {}) => {
-      const { text, values } = bindValues(statement, params, false);
-      return this.execSqlite<Row>(group, text, values);
-    };
     // Inside the batch's transaction better-sqlite3 makes this a savepoint: the unit's writes go all or none.
-    const unit = db.transaction(() => work(exec));
+    const unit = db.transaction(() => work(group));
     return group.run(() => unit(), true);
   }
 
@@ -172,8 +178,7 @@ export class SqlRunner {
       return { text, values, onlyIfChanged: Boolean(write.onlyIfChanged), name: 'statement' in write ? write.statement.name : undefined };
     });
     if (!this.postgres) {
-      return this.sqliteUnit(() => {
-        const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
+      return this.inSqliteUnit((group) => {
         const changed: number[] = [];
         for (const { text, values, onlyIfChanged } of compiled) {
           changed.push(onlyIfChanged && !changed.at(-1) ? 0 : this.execSqlite(group, text, values).affected);

@@ -168,19 +168,12 @@ export class TokenIssuer {
   }
 
   /**
-   * Tokens for `grant` with `scope`; the refresh token keeps `refreshScope` (the grant's, when narrowed). The
-   * refresh token is stored together with `event` (its user and client are the grant's), which is logged once
-   * both are.
+   * Tokens for `grant` with `scope`, storing the new refresh token together with `event` (its user and client are
+   * the grant's), which is logged once both are.
    */
-  async issue(
-    grant: GrantRef,
-    scope: string,
-    now: number,
-    event: AuditEvent,
-    refreshScope = scope,
-    refresh = this.newRefreshToken(),
-  ): Promise<TokenResponse> {
-    const { statement, params } = this.refreshTokenWrite(grant, now, event, refreshScope, refresh);
+  async issue(grant: GrantRef, scope: string, now: number, event: AuditEvent): Promise<TokenResponse> {
+    const refresh = this.newRefreshToken();
+    const { statement, params } = this.refreshTokenWrite(grant, now, event, scope, refresh);
     await this.db.run(statement, params);
     this.audit.log(event);
     return this.respond(grant, scope, refresh);
@@ -188,7 +181,7 @@ export class TokenIssuer {
 
   /**
    * The statement that stores `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
-   * are the grant's), for a caller that makes it one of a group of writes ({@link SqlRunner.atomic}).
+   * are the grant's), for a caller that makes it part of a group of writes ({@link SqlRunner.atomic}, {@link SqlRunner.sqliteUnit}).
    */
   refreshTokenWrite(grant: GrantRef, now: number, event: AuditEvent, refreshScope: string, refresh: RefreshTokenSecret): StatementWrite {
     return {
