@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { RoleDirectory } from '../auth/role-directory';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { SqlRunner } from '../database/sql';
 import { PasswordHasher } from './password-hasher';
 import { UserCount } from './user-count.entity';
 import { User } from './user.entity';
@@ -10,7 +11,7 @@ import { UsersService } from './users.service';
 @Module({
   imports: [TypeOrmModule.forFeature([User, UserCount])],
   controllers: [UsersController],
-  providers: [UsersService, PasswordHasher, { provide: RoleDirectory, useExisting: UsersService }],
+  providers: [UsersService, PasswordHasher, SqlRunner, { provide: RoleDirectory, useExisting: UsersService }],
   exports: [UsersService, PasswordHasher],
 })
 export class UsersModule {}

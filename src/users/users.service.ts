@@ -8,24 +8,17 @@ import type { RoleDirectory } from '../auth/role-directory';
 import { isUniqueViolation } from '../common/database-errors';
 import { CONTROL_CHARACTER } from '../common/text';
 import { DomainError } from '../common/domain-error';
+import { SqlRunner } from '../database/sql';
 import type { Page } from '../common/pagination';
 import type { CreateUserDto } from './dto/create-user.dto';
-import type { ListUsersQueryDto, UserSortKey } from './dto/list-users-query.dto';
+import type { ListUsersQueryDto } from './dto/list-users-query.dto';
 import type { UpdateUserDto } from './dto/update-user.dto';
 import { UserResponseDto } from './dto/user-response.dto';
 import { UsersError } from './users.errors';
 import { User, type Role } from './user.entity';
-import { UserCount } from './user-count.entity';
 import { PasswordHasher } from './password-hasher';
 import { USER_DELETING, UserDeletingEvent } from './user-events';
-
-/** Sort keys map to columns through this allow-list only. */
-const SORT_COLUMNS: Record<UserSortKey, string> = {
-  age: 'u.age',
-  name: 'u.name',
-  email: 'u.email',
-  createdAt: 'u.created_at',
-};
+import { type ListedUserRow, ROLE_OF, TOTAL, TOTAL_OF_GENDER, listedUser, pageStatement } from './users.queries';
 
 export interface Actor {
   id: string;
@@ -41,21 +34,22 @@ export interface UserCredentials {
 export class UsersService implements RoleDirectory {
   constructor(
     @InjectRepository(User) private readonly users: Repository<User>,
-    @InjectRepository(UserCount) private readonly counts: Repository<UserCount>,
+    private readonly db: SqlRunner,
     private readonly hasher: PasswordHasher,
     private readonly events: EventEmitter2,
   ) {}
 
   /** The caller's user row and role; a token whose user is gone is no longer a valid caller. */
   async actor(principal: AuthPrincipal): Promise<Actor> {
-    const row = await this.users.findOne({ where: { id: principal.sub }, select: { id: true, role: true } });
-    if (!row) throw new DomainError(UsersError.UnknownPrincipal, 'The user of this access token no longer exists.');
-    return row;
+    const role = await this.roleOf(principal.sub);
+    if (!role) throw new DomainError(UsersError.UnknownPrincipal, 'The user of this access token no longer exists.');
+    return { id: principal.sub, role };
   }
 
+  /** Read on every `@Roles()` request (roles live with the users, so a demotion takes effect at once). */
   async roleOf(userId: string): Promise<Role | undefined> {
-    const row = await this.users.findOne({ where: { id: userId }, select: { id: true, role: true } });
-    return row?.role;
+    if (typeof userId !== 'string') return undefined;
+    return (await this.db.one<{ role: Role }>(ROLE_OF, { id: userId }))?.role;
   }
 
   /** Resolves the target user for a self-or-admin route; another user's id is "not found" for a non-admin. */
@@ -66,13 +60,13 @@ export class UsersService implements RoleDirectory {
   }
 
   async list(query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
-    const qb = this.users.createQueryBuilder('u');
-    if (query.gender) qb.where('u.gender = :gender', { gender: query.gender });
-    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
-    qb.orderBy(SORT_COLUMNS[query.sort ?? 'createdAt'], direction).addOrderBy('u.id', direction);
-    qb.offset(query.offset).limit(query.limit);
-    const [rows, total] = await Promise.all([qb.getMany(), this.total(query.gender)]);
-    return { data: rows.map(UserResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
+    const { gender, limit, offset } = query;
+    const page = pageStatement(query.sort ?? 'createdAt', query.order === 'desc', gender !== undefined);
+    const [rows, total] = await Promise.all([
+      this.db.run<ListedUserRow>(page, gender === undefined ? { limit, offset } : { gender, limit, offset }),
+      this.total(gender),
+    ]);
+    return { data: rows.rows.map((row) => UserResponseDto.from(listedUser(row))), page: { limit, offset, total } };
   }
 
   async get(principal: AuthPrincipal, userId: string): Promise<UserResponseDto> {
@@ -161,8 +155,11 @@ export class UsersService implements RoleDirectory {
   }
 
   private async total(gender?: string): Promise<number> {
-    const rows = await this.counts.find(gender ? { where: { gender } } : {});
-    return rows.reduce((sum, row) => sum + row.total, 0);
+    const row = await this.db.one<{ total: number | string }>(
+      gender === undefined ? TOTAL : TOTAL_OF_GENDER,
+      gender === undefined ? {} : { gender },
+    );
+    return Number(row?.total ?? 0);
   }
 
   private async mustFind(userId: string): Promise<User> {

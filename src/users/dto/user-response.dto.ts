@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PageInfoDto } from '../../common/pagination';
-import { GENDERS, type Gender, ROLES, type Role, type User } from '../user.entity';
+import { GENDERS, type Gender, ROLES, type Role } from '../user.entity';
+import type { ListedUser } from '../users.queries';
 
 export class UserResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
@@ -12,7 +13,7 @@ export class UserResponseDto {
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 
-  static from(user: User): UserResponseDto {
+  static from(user: ListedUser): UserResponseDto {
     const dto = new UserResponseDto();
     dto.id = user.id;
     dto.email = user.email;
