@@ -4,6 +4,7 @@ import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Socket } from 'node:net';
 import type { Express } from 'express';
+import { indexStaticRoutes } from './static-routes';
 
 /** Node defines these as plain functions; a class could not be called on an existing object. */
 const isPlainFunction = (fn: unknown) => typeof fn === 'function' && !/^class\b/.test(Function.prototype.toString.call(fn));
@@ -51,5 +52,11 @@ export class ExpressHttpAdapter extends ExpressAdapter {
       ? https.createServer({ ...options.httpsOptions, ...classes }, app)
       : http.createServer(classes, app);
     if (options.forceCloseConnections) (this as unknown as { trackOpenConnections(): void }).trackOpenConnections();
+  }
+
+  /** Nest installs its not-found handler once every route is registered: the moment to index the literal ones. */
+  override setNotFoundHandler(...args: Parameters<ExpressAdapter['setNotFoundHandler']>): ReturnType<ExpressAdapter['setNotFoundHandler']> {
+    indexStaticRoutes(this.getInstance<Express>());
+    return super.setNotFoundHandler(...args);
   }
 }
