@@ -49,6 +49,7 @@ describe('indexStaticRoutes', () => {
     expect(res.status).toBe(200);
     expect(res.headers['x-global']).toBe('ran');
     expect(res.body).toEqual({ route: '/hot', params: {} });
+    expect(indexStaticRoutes(express())).toEqual([]);
     // The global middleware and the index layer; none of the twenty routes before /hot, nor /hot's own layer.
     expect(seen).toEqual(['<anonymous>', 'staticRoute']);
   });
@@ -62,6 +63,22 @@ describe('indexStaticRoutes', () => {
     });
     expect((await request(target).get('/items/new')).text).toBe('param new');
     expect((await request(target).get('/docs')).text).toBe('mount');
+  });
+
+  it('puts the index after a middleware for every path registered among the routes, which still runs first', async () => {
+    const target = app((a) => {
+      a.get('/docs', (_req, res) => res.send('docs'));
+      a.use((_req: Request, res: Response, next: NextFunction) => {
+        res.setHeader('x-late', 'ran');
+        next();
+      });
+      a.get('/hot', (_req, res) => res.send('hot'));
+    });
+    const seen = recordMatches(target);
+    const res = await request(target).get('/hot');
+    expect(res.text).toBe('hot');
+    expect(res.headers['x-late']).toBe('ran');
+    expect(seen).toEqual(['<anonymous>', '/docs', '<anonymous>', 'staticRoute']);
   });
 
   it('answers what the walk answers for other spellings, other methods, HEAD and OPTIONS', async () => {

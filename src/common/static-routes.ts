@@ -20,6 +20,8 @@ type Next = (error?: unknown) => void;
 
 /** A path-to-regexp path with nothing but literal segments (no parameter, wildcard, group or escape). */
 const LITERAL_PATH = /^\/[^:*?+(){}[\]!\\]*$/;
+/** A path no route serves: a middleware layer that takes it takes every path. */
+const PROBE = '/.static-routes-probe/0';
 /** Set on a request whose route, reached through the index, passed it on: the router then skips that route. */
 const SKIP = Symbol('staticRouteSkip');
 /** Where Express's router (2.x) keeps the matched route's pattern for its diagnostics-channel tracing. */
@@ -35,13 +37,19 @@ const MATCHED_ROUTE = routerSymbol('matchedRoute');
  * parameter route or a mount registered earlier still wins where it did), only its exact spelling is looked up
  * (other cases, a trailing slash or percent-encoding take the walk), and HEAD and OPTIONS (which the router
  * answers from several routes) always walk. A route that passes the request on (`next()`) is skipped by the walk
- * that follows, as the router would have gone on after it. Call it once every route is registered.
+ * that follows, as the router would have gone on after it. Call it once every route is registered; returns the
+ * indexed paths.
  */
-export function indexStaticRoutes(app: Application): void {
+export function indexStaticRoutes(app: Application): string[] {
   const stack = (app as unknown as { router?: { stack?: RouterLayer[] } }).router?.stack;
-  if (!stack) return;
-  const first = stack.findIndex((layer) => layer.route);
-  if (first < 0) return;
+  if (!stack) return [];
+  // Right before the first route, or after the last middleware that takes every path if one comes later (a
+  // global \`app.use\` after the documentation's routes): what the walk runs before a route still runs first.
+  let first = stack.findIndex((layer) => layer.route);
+  if (first < 0) return [];
+  stack.forEach((layer, position) => {
+    if (position >= first && !layer.route && takes(layer, PROBE)) first = position + 1;
+  });
   const index = new Map<string, RouterLayer[]>();
   stack.forEach((layer, position) => {
     const path = layer.route?.path;
@@ -49,14 +57,14 @@ export function indexStaticRoutes(app: Application): void {
     // Another layer before this one that takes the path keeps it on the walk (the router would go there first).
     for (let before = first; before < position; before++) {
       const other = stack[before];
-      if (other.match(path) && other.route?.path !== path) return;
+      if (other.route?.path !== path && takes(other, path)) return;
     }
     const layers = index.get(path) ?? [];
     if (!index.has(path)) index.set(path, layers);
     layers.push(layer);
     skipWhenPassedOn(layer);
   });
-  if (index.size === 0) return;
+  if (index.size === 0) return [];
 
   function staticRoute(req: RoutedRequest, res: ServerResponse, next: Next): void {
     const method = req.method ?? '';
@@ -64,16 +72,25 @@ export function indexStaticRoutes(app: Application): void {
     const layer = layers?.find((candidate) => candidate.route!._handlesMethod(method));
     if (!layer) return next();
     req.route = layer.route;
-    req.params = {};
+    req.params = Object.create(null) as Record<string, string>; // as path-to-regexp's own match
     if (MATCHED_ROUTE) req[MATCHED_ROUTE] = layer.route!.path;
     layer.handleRequest(req, res, (error?: unknown) => {
       if (error === undefined || error === null || error === 'route') req[SKIP] = layer;
       next(error === 'route' ? undefined : error);
     });
   }
-  // A layer of its own, right before the first route (after every global middleware).
   app.use(staticRoute as unknown as RequestHandler);
   stack.splice(first, 0, stack.pop()!);
+  return [...index.keys()];
+}
+
+/** Whether a layer takes a path (a layer whose matching throws, e.g. on a bad escape, counts as taking it). */
+function takes(layer: RouterLayer, path: string): boolean {
+  try {
+    return Boolean(layer.match(path));
+  } catch {
+    return true;
+  }
 }
 
 /** The request's path as the router sees it (without the query). */

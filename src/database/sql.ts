@@ -86,7 +86,8 @@ export interface SqlResult<Row> {
 /**
  * Runs {@link Statement}s through the application's TypeORM data source — the same connections, logging hook and
  * error type (`QueryFailedError`) as the repositories — without query building or entity hydration. Meant for the
- * few statements per request on the OAuth hot paths; everything else stays on repositories.
+ * few statements per request on the hot paths (the OAuth flows, the users list and the `@Roles()` look-up);
+ * everything else stays on repositories.
  *
  * On PostgreSQL a statement goes straight to the data source's connection pool as a named prepared statement:
  * each connection parses and plans it once, later runs only bind and execute. Measured on the code flow's four

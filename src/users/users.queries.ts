@@ -6,7 +6,7 @@ import type { Gender, Role, User } from './user.entity';
  * The users module's read paths that every admin request takes (the caller's role for `@Roles()`) or that a
  * list page repeats (the page, its total) as plain prepared SQL through `SqlRunner`, like the OAuth hot paths:
  * TypeORM's query building and entity hydration were a fifth of the CPU of `GET /users` (see README,
- * Performance). Writes and single-row reads stay with the repository.
+ * Performance). Writes and the other reads stay with the repository.
  */
 
 /** What a list shows of a user (never the password hash). */

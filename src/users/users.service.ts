@@ -39,7 +39,7 @@ export class UsersService implements RoleDirectory {
     private readonly events: EventEmitter2,
   ) {}
 
-  /** The caller's user row and role; a token whose user is gone is no longer a valid caller. */
+  /** The caller's id and role (read now); a token whose user is gone is no longer a valid caller. */
   async actor(principal: AuthPrincipal): Promise<Actor> {
     const role = await this.roleOf(principal.sub);
     if (!role) throw new DomainError(UsersError.UnknownPrincipal, 'The user of this access token no longer exists.');
