@@ -1,3 +1,4 @@
+import { tracingChannel } from 'node:diagnostics_channel';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
@@ -109,6 +110,27 @@ describe('indexStaticRoutes', () => {
     const res = await request(target).get('/hot');
     expect(res.text).toBe('second');
     expect(first).toBe(1);
+  });
+
+  it("leaves every request to the walk while the router's tracing has a listener, so its spans name the route", async () => {
+    const target = app((a) => {
+      a.get('/other/:id', (_req, res) => res.send('other'));
+      a.get('/hot', (_req, res) => res.send('hot'));
+    });
+    const seen = recordMatches(target);
+    const traced: unknown[] = [];
+    const channel = tracingChannel('express.router.request');
+    const onStart = (context: unknown) => {
+      traced.push((context as { route?: unknown }).route);
+    };
+    channel.start.subscribe(onStart);
+    try {
+      expect((await request(target).get('/hot')).text).toBe('hot');
+    } finally {
+      channel.start.unsubscribe(onStart);
+    }
+    expect(traced).toContain('/hot');
+    expect(seen).toContain('/hot');
   });
 
   it("hands a route's error to the error handlers", async () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
+import { tracingChannel } from 'node:diagnostics_channel';
 import type { Application, RequestHandler } from 'express';
 
 /** What this needs of a layer of Express's router (router 2.x). */
@@ -14,7 +14,6 @@ type RoutedRequest = IncomingMessage & {
   route?: unknown;
   params?: Record<string, string>;
   [SKIP]?: RouterLayer;
-  [key: symbol]: unknown;
 };
 type Next = (error?: unknown) => void;
 
@@ -24,27 +23,29 @@ const LITERAL_PATH = /^\/[^:*?+(){}[\]!\\]*$/;
 const PROBE = '/.static-routes-probe/0';
 /** Set on a request whose route, reached through the index, passed it on: the router then skips that route. */
 const SKIP = Symbol('staticRouteSkip');
-/** Where Express's router (2.x) keeps the matched route's pattern for its diagnostics-channel tracing. */
-const MATCHED_ROUTE = routerSymbol('matchedRoute');
+/** Express's router (2.x) traces each layer on this channel; a request it traces (an APM agent listens) walks. */
+const ROUTER_TRACING = tracingChannel('express.router.request');
 
 /**
  * Express's router finds a request's route by trying each layer in turn: this app has some sixty, and a request
- * for `/api/resource` tried 55 of them (4 % of that route's CPU), `/token` 32. This puts one layer in front of the
- * routes that looks the request's exact path up in a map of the routes whose path is literal, and runs the route
- * found there the way the router would (`req.route`, empty `req.params`, the layer's own `handleRequest`).
+ * for `/api/resource` tried 55 of them, `/token` 32 (the index took that route's CPU per request to 0.92-0.94x,
+ * see README, Performance). This puts one layer in front of the routes that looks the request's exact path up in
+ * a map of the routes whose path is literal, and runs the route found there the way the router would
+ * (`req.route`, empty `req.params`, the layer's own `handleRequest`).
  *
  * Same answers as the walk: a path is indexed only if no layer between the index and its route matches it (a
  * parameter route or a mount registered earlier still wins where it did), only its exact spelling is looked up
  * (other cases, a trailing slash or percent-encoding take the walk), and HEAD and OPTIONS (which the router
- * answers from several routes) always walk. A route that passes the request on (`next()`) is skipped by the walk
- * that follows, as the router would have gone on after it. Call it once every route is registered; returns the
- * indexed paths.
+ * answers from several routes) always walk, as does every request while the router's tracing channel has a
+ * listener (its spans name each layer and route). A route that passes the request on (`next()`) is skipped by
+ * the walk that follows, as the router would have gone on after it. Call it once every route is registered;
+ * returns the indexed paths.
  */
 export function indexStaticRoutes(app: Application): string[] {
   const stack = (app as unknown as { router?: { stack?: RouterLayer[] } }).router?.stack;
   if (!stack) return [];
   // Right before the first route, or after the last middleware that takes every path if one comes later (a
-  // global \`app.use\` after the documentation's routes): what the walk runs before a route still runs first.
+  // global `app.use` after the documentation's routes): what the walk runs before a route still runs first.
   let first = stack.findIndex((layer) => layer.route);
   if (first < 0) return [];
   stack.forEach((layer, position) => {
@@ -68,12 +69,11 @@ export function indexStaticRoutes(app: Application): string[] {
 
   function staticRoute(req: RoutedRequest, res: ServerResponse, next: Next): void {
     const method = req.method ?? '';
-    const layers = method === 'HEAD' || method === 'OPTIONS' ? undefined : index.get(pathOf(req));
+    const layers = method === 'HEAD' || method === 'OPTIONS' || traced() ? undefined : index.get(pathOf(req));
     const layer = layers?.find((candidate) => candidate.route!._handlesMethod(method));
     if (!layer) return next();
     req.route = layer.route;
     req.params = Object.create(null) as Record<string, string>; // as path-to-regexp's own match
-    if (MATCHED_ROUTE) req[MATCHED_ROUTE] = layer.route!.path;
     layer.handleRequest(req, res, (error?: unknown) => {
       if (error === undefined || error === null || error === 'route') req[SKIP] = layer;
       next(error === 'route' ? undefined : error);
@@ -100,14 +100,10 @@ function pathOf(req: IncomingMessage): string {
   return query < 0 ? url : url.slice(0, query);
 }
 
-/** A symbol of the router package Express uses (resolved from Express, whose dependency it is), if it has it. */
-function routerSymbol(name: string): symbol | undefined {
-  try {
-    const symbols = createRequire(require.resolve('express'))('router/lib/symbols') as Record<string, unknown>;
-    return typeof symbols[name] === 'symbol' ? symbols[name] : undefined;
-  } catch {
-    return undefined;
-  }
+/** Whether the router's tracing has a listener (then the walk, which records each layer and route it takes). */
+function traced(): boolean {
+  const { start, end, asyncStart, asyncEnd, error } = ROUTER_TRACING;
+  return start.hasSubscribers || end.hasSubscribers || asyncStart.hasSubscribers || asyncEnd.hasSubscribers || error.hasSubscribers;
 }
 
 function skipWhenPassedOn(layer: RouterLayer): void {
