@@ -43,14 +43,19 @@ describe('indexStaticRoutes', () => {
   it('serves a literal path through the index, after the global middleware, without trying the routes before it', async () => {
     const target = app((a) => {
       for (let i = 0; i < 20; i++) a.get(`/other/${i}/:id`, (_req, res) => res.send('other'));
-      a.get('/hot', (req, res) => res.json({ route: (req.route as { path: string }).path, params: req.params }));
+      a.get('/hot', (req, res) =>
+        res.json({
+          route: (req.route as { path: string }).path,
+          params: req.params,
+          nullPrototype: Object.getPrototypeOf(req.params) === null,
+        }),
+      );
     });
     const seen = recordMatches(target);
     const res = await request(target).get('/hot?x=1');
     expect(res.status).toBe(200);
     expect(res.headers['x-global']).toBe('ran');
-    expect(res.body).toEqual({ route: '/hot', params: {} });
-    expect(indexStaticRoutes(express())).toEqual([]);
+    expect(res.body).toEqual({ route: '/hot', params: {}, nullPrototype: true });
     // The global middleware and the index layer; none of the twenty routes before /hot, nor /hot's own layer.
     expect(seen).toEqual(['<anonymous>', 'staticRoute']);
   });
@@ -131,6 +136,21 @@ describe('indexStaticRoutes', () => {
     }
     expect(traced).toContain('/hot');
     expect(seen).toContain('/hot');
+  });
+
+  it('indexes nothing in an app without routes', () => {
+    expect(indexStaticRoutes(express())).toEqual([]);
+  });
+
+  it('leaves a path with a percent sign to the walk, which an earlier parameter route fails to decode', async () => {
+    // Before the index skipped such paths, checking "/a%E0" against "/:name" threw while the app started.
+    const target = app((a) => {
+      a.get('/:name', (req, res) => res.send(`param ${req.params.name}`));
+      a.get('/a%E0', (_req, res) => res.send('literal'));
+    });
+    const res = await request(target).get('/a%E0');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: "Failed to decode param 'a%E0'" });
   });
 
   it("hands a route's error to the error handlers", async () => {

@@ -17,8 +17,11 @@ type RoutedRequest = IncomingMessage & {
 };
 type Next = (error?: unknown) => void;
 
-/** A path-to-regexp path with nothing but literal segments (no parameter, wildcard, group or escape). */
-const LITERAL_PATH = /^\/[^:*?+(){}[\]!\\]*$/;
+/**
+ * A path-to-regexp path with nothing but literal segments (no parameter, wildcard, group or escape), and nothing
+ * the router's reading of a URL (parseurl) would cut or decode: no `#`, `%` or whitespace.
+ */
+const LITERAL_PATH = /^\/[^:*?+(){}[\]!\\#%\s]*$/;
 /** A path no route serves: a middleware layer that takes it takes every path. */
 const PROBE = '/.static-routes-probe/0';
 /** Set on a request whose route, reached through the index, passed it on: the router then skips that route. */
@@ -29,7 +32,8 @@ const ROUTER_TRACING = tracingChannel('express.router.request');
 /**
  * Express's router finds a request's route by trying each layer in turn: this app has some sixty, and a request
  * for `/api/resource` tried 55 of them, `/token` 32 (the index took that route's CPU per request to 0.92-0.94x,
- * see README, Performance). This puts one layer in front of the routes that looks the request's exact path up in
+ * see README, Performance). This puts one layer in front of the routes (after the last middleware for every path
+ * registered among them, if any: routes before it keep the walk) that looks the request's exact path up in
  * a map of the routes whose path is literal, and runs the route found there the way the router would
  * (`req.route`, empty `req.params`, the layer's own `handleRequest`).
  *
