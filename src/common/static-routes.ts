@@ -53,7 +53,7 @@ export function indexStaticRoutes(app: Application): string[] {
   let first = stack.findIndex((layer) => layer.route);
   if (first < 0) return [];
   stack.forEach((layer, position) => {
-    if (position >= first && !layer.route && takes(layer, PROBE)) first = position + 1;
+    if (position >= first && !layer.route && layer.match(PROBE)) first = position + 1;
   });
   const index = new Map<string, RouterLayer[]>();
   stack.forEach((layer, position) => {
@@ -62,10 +62,10 @@ export function indexStaticRoutes(app: Application): string[] {
     // Another layer before this one that takes the path keeps it on the walk (the router would go there first).
     for (let before = first; before < position; before++) {
       const other = stack[before];
-      if (other.route?.path !== path && takes(other, path)) return;
+      if (other.route?.path !== path && other.match(path)) return;
     }
-    const layers = index.get(path) ?? [];
-    if (!index.has(path)) index.set(path, layers);
+    let layers = index.get(path);
+    if (!layers) index.set(path, (layers = []));
     layers.push(layer);
     skipWhenPassedOn(layer);
   });
@@ -86,15 +86,6 @@ export function indexStaticRoutes(app: Application): string[] {
   app.use(staticRoute as unknown as RequestHandler);
   stack.splice(first, 0, stack.pop()!);
   return [...index.keys()];
-}
-
-/** Whether a layer takes a path (a layer whose matching throws, e.g. on a bad escape, counts as taking it). */
-function takes(layer: RouterLayer, path: string): boolean {
-  try {
-    return Boolean(layer.match(path));
-  } catch {
-    return true;
-  }
 }
 
 /** The request's path as the router sees it (without the query). */
