@@ -302,6 +302,11 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     return key;
   }
 
+  /** The private key of a loaded `kid` (the one {@link activeKey} just named, for the signer), or undefined. */
+  privateKeyOf(kid: string): KeyObject | undefined {
+    return this.byKid.get(kid)?.privateKey;
+  }
+
   /** Whether a key is in the JWKS now, so that the tokens it signed are accepted. */
   isPublished(kid: string): boolean {
     const key = this.byKid.get(kid);

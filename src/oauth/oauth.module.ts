@@ -6,6 +6,7 @@ import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
 import { KeysModule } from '../keys/keys.module';
+import { SigningKeysService } from '../keys/signing-keys.service';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './authorization-request';
 import { AuthorizeController } from './authorize.controller';
@@ -45,7 +46,7 @@ import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
 import { RemoteJsonFetcher, SafeRemoteJson } from './remote-json';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
-import { TokenIssuer } from './token-issuer.service';
+import { TokenIssuer, signingKeyProvider } from './token-issuer.service';
 import { TokenExchangeGrantService } from './token-exchange-grant.service';
 import { UserInfoController } from './userinfo.controller';
 import { UserInfoService } from './userinfo.service';
@@ -68,7 +69,12 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AppConfigModule.forFeature(RegistrationConfig),
     AppConfigModule.forFeature(ClientMetadataConfig),
     SafeFetchModule,
-    JwtModule.register({}),
+    // The signer's key comes from the keys module, by the kid in the token's header (see signingKeyProvider).
+    JwtModule.registerAsync({
+      imports: [KeysModule],
+      inject: [SigningKeysService],
+      useFactory: (keys: SigningKeysService) => ({ secretOrKeyProvider: signingKeyProvider(keys) }),
+    }),
     AuthModule,
     AuditModule,
     KeysModule,

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { JwtService } from '@nestjs/jwt';
+import { type JwtModuleOptions, JwtSecretRequestType, JwtService, type JwtSignOptions } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
 import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
@@ -89,6 +89,32 @@ export interface MintedAccessToken {
 }
 
 /**
+ * The sign options of a token: RS256 with the signing key `kid`, which {@link signingKeyProvider} resolves. The
+ * registered claims (iss, sub, aud, jti) go in the payload rather than in jsonwebtoken's options, and the key is
+ * not in the options either: `JwtService.sign` deletes `secret` and `privateKey` from its copy of the options,
+ * which turns that object into a slow dictionary for everything jsonwebtoken does with it (about 10 µs of the
+ * 280 µs a signature takes).
+ */
+function signedWith(kid: string, typ: 'at+jwt' | 'JWT'): JwtSignOptions {
+  return { algorithm: 'RS256', header: { alg: 'RS256', typ, kid } };
+}
+
+/**
+ * `@nestjs/jwt`'s key provider for this module's `JwtService`: the private key named by the `kid` of the token's
+ * header, which the caller took from {@link SigningKeysService.activeKey} in the same synchronous step. The
+ * service only signs: verification of access tokens is the auth module's (with the published public keys).
+ */
+export function signingKeyProvider(keys: Pick<SigningKeysService, 'privateKeyOf'>): JwtModuleOptions['secretOrKeyProvider'] {
+  return (requestType, _payload, options) => {
+    if (requestType !== JwtSecretRequestType.SIGN) throw new Error('this JwtService signs only');
+    const kid = (options as JwtSignOptions | undefined)?.header?.kid;
+    const key = kid === undefined ? undefined : keys.privateKeyOf(kid);
+    if (!key) throw new Error(`no private key for kid ${String(kid)}`);
+    return key;
+  };
+}
+
+/**
  * Issues what a grant yields: an RFC 9068 access token (RS256, `typ: at+jwt`, signed through `@nestjs/jwt` with
  * the active key from the keys module) and a new refresh token, stored only as a hash.
  */
@@ -109,6 +135,9 @@ export class TokenIssuer {
     const jti = randomUUID();
     const token = this.jwt.sign(
       {
+        iss: this.config.issuer,
+        sub: claims.sub,
+        aud: claims.audience ?? this.config.audience,
         client_id: claims.clientId,
         scope: claims.scope,
         gid: claims.grantId,
@@ -116,17 +145,9 @@ export class TokenIssuer {
         ...(claims.act ? { act: claims.act } : {}),
         iat,
         exp,
+        jti,
       },
-      {
-        algorithm: 'RS256',
-        privateKey: key.privateKey,
-        keyid: key.kid,
-        header: { alg: 'RS256', typ: 'at+jwt', kid: key.kid },
-        issuer: this.config.issuer,
-        subject: claims.sub,
-        audience: claims.audience ?? this.config.audience,
-        jwtid: jti,
-      },
+      signedWith(key.kid, 'at+jwt'),
     );
     return { token, jti, iat, exp };
   }
@@ -142,6 +163,9 @@ export class TokenIssuer {
     const digest = createHash('sha256').update(accessToken).digest();
     return this.jwt.sign(
       {
+        iss: this.config.issuer,
+        sub: grant.userId,
+        aud: grant.clientId,
         auth_time: Math.floor(login.authTime / 1000),
         ...(login.nonce ? { nonce: login.nonce } : {}),
         ...(login.sid ? { sid: login.sid } : {}),
@@ -149,15 +173,7 @@ export class TokenIssuer {
         iat,
         exp: iat + this.config.accessTokenTtl,
       },
-      {
-        algorithm: 'RS256',
-        privateKey: key.privateKey,
-        keyid: key.kid,
-        header: { alg: 'RS256', typ: 'JWT', kid: key.kid },
-        issuer: this.config.issuer,
-        subject: grant.userId,
-        audience: grant.clientId,
-      },
+      signedWith(key.kid, 'JWT'),
     );
   }
 
