@@ -158,11 +158,9 @@ export class SqlRunner {
   /** {@link sqliteUnit} for work that runs its statements through the connection's group itself. */
   private inSqliteUnit<T>(work: (group: SqliteGroupCommit) => T): Promise<T> {
     if (this.postgres) return Promise.reject(new Error('sqliteUnit runs on SQLite only'));
-    const db = sqliteConnection(this.dataSource);
-    const group = SqliteGroupCommit.of(db);
-    // Inside the batch's transaction better-sqlite3 makes this a savepoint: the unit's writes go all or none.
-    const unit = db.transaction(() => work(group));
-    return group.run(() => unit(), true);
+    const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
+    // Inside the batch's transaction the unit is a savepoint: its writes go all or none.
+    return group.run(() => group.unit(() => work(group)), true);
   }
 
   /**
