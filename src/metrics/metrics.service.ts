@@ -1,22 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { RATE_LIMIT_BUCKETS, type RateLimitBucket } from '../common/rate-limit/rate-limit.config';
 import type { RequestObserver } from '../logging/access-log.middleware';
 import { GRANT_TYPES, type GrantType } from '../oauth/entities/client.entity';
 import { MetricsConfig } from './metrics.config';
+import { RequestDurationHistogram, type RequestSeries, newRequestSeries, observeDuration } from './request-durations';
 
 /** The `route` of a request no route took (a 404, a 405, the documentation's static files). */
 export const UNMATCHED_ROUTE = 'unmatched';
 /** Methods kept as they are in the `method` label; any other is `OTHER`, so clients cannot add label values. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-
-/** One series of the request metrics: its labels, made once, and how many requests it has counted. */
-interface RequestSeries {
-  readonly labels: Readonly<Record<'method' | 'route' | 'status', string>>;
-  count: number;
-}
 
 /**
  * The service's Prometheus metrics, in a registry of its own (never prom-client's global one, so that several
@@ -43,12 +38,12 @@ export class MetricsService {
       for (const series of this.allRequestSeries) this.requests.inc(series.labels, series.count);
     },
   });
-  private readonly durations = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from the request reaching the service to the last byte of its answer, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
+  // Kept in the series too, and read out at each scrape: see RequestDurationHistogram.
+  private readonly durations = new RequestDurationHistogram(
+    'http_request_duration_seconds',
+    'Time from the request reaching the service to the last byte of its answer, by method, route template and status',
+    () => this.allRequestSeries,
+  ).registerIn(this.registry);
   private readonly tokensIssued = new Counter({
     name: 'oauth_tokens_issued_total',
     help: 'Successful token responses of POST /token, by grant type',
@@ -95,9 +90,7 @@ export class MetricsService {
 
   /** One answered request (a bound function, for the access log to call); the hot path of every request. */
   readonly observeRequest: RequestObserver = (method, route, status, ms) => {
-    const series = this.seriesOf(METHODS.has(method) ? method : 'OTHER', route ?? UNMATCHED_ROUTE, status);
-    series.count++;
-    this.durations.observe(series.labels, ms / 1000);
+    observeDuration(this.seriesOf(METHODS.has(method) ? method : 'OTHER', route ?? UNMATCHED_ROUTE, status), ms / 1000);
   };
 
   tokenIssued(grantType: GrantType): void {
@@ -123,7 +116,7 @@ export class MetricsService {
     if (!byStatus) byMethod.set(method, (byStatus = new Map()));
     let series = byStatus.get(status);
     if (!series) {
-      series = { labels: Object.freeze({ method, route, status: String(status) }), count: 0 };
+      series = newRequestSeries(Object.freeze({ method, route, status: String(status) }));
       byStatus.set(status, series);
       this.allRequestSeries.push(series);
     }
