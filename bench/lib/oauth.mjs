@@ -1,6 +1,8 @@
-// A minimal browser + OAuth client for the code flow with PKCE S256, built on fetch with redirect: 'manual'.
-// Every function checks the answer and throws on anything unexpected, so a failed flow is never counted as done.
+// A minimal browser + OAuth client for the code flow with PKCE S256, on node:http with keep-alive connections (it
+// never follows redirects). Every function checks the answer and throws on anything unexpected, so a failed flow is
+// never counted as done.
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const SCOPE = 'users:read users:write orders:read orders:write';
@@ -39,6 +41,61 @@ export class CookieJar {
 
 export class FlowError extends Error {}
 
+/**
+ * The headers Node's fetch sends with every request, sent here too so that the servers see the requests they saw
+ * when the driver used fetch. fetch cost the load generator 0.72-0.93 ms of CPU per code flow (a) against 0.30-0.32
+ * ms on node:http, enough to leave the server under test idle 13 % of the time with ten loops.
+ */
+const FETCH_HEADERS = {
+  accept: '*/*',
+  'accept-language': '*',
+  'sec-fetch-mode': 'cors',
+  'user-agent': 'node',
+  'accept-encoding': 'gzip, deflate',
+};
+
+/** The part of fetch's Response the clients use: status, headers.get / getSetCookie, text(), arrayBuffer(). */
+class HttpResponse {
+  constructor(status, headers, body) {
+    this.status = status;
+    this.body = body;
+    this.headers = {
+      get: (name) => {
+        const value = headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+      },
+      getSetCookie: () => headers['set-cookie'] ?? [],
+    };
+  }
+
+  async text() {
+    return this.body.toString('utf8');
+  }
+
+  async arrayBuffer() {
+    return this.body.buffer.slice(this.body.byteOffset, this.body.byteOffset + this.body.byteLength);
+  }
+}
+
+const agent = new http.Agent({ keepAlive: true });
+
+/** One HTTP request over a kept-alive connection; rejects when no byte moved for `timeoutMs`. */
+function httpRequest(url, { method = 'GET', headers = {}, body }, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const all = { ...headers, ...FETCH_HEADERS };
+    if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
+    const req = http.request(url, { method, headers: all, agent, timeout: timeoutMs }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('end', () => resolve(new HttpResponse(res.statusCode, res.headers, Buffer.concat(chunks))));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new FlowError(`${method} ${url.pathname}: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 export function expectStatus(res, expected, step) {
   if (!expected.includes(res.status)) throw new FlowError(`${step}: HTTP ${res.status}, expected ${expected.join('/')}`);
 }
@@ -70,7 +127,7 @@ export class OAuthClient {
 
   /** One request to the server, never following redirects; bounded by a timeout. */
   async request(path, init = {}) {
-    return fetch(new URL(path, this.issuer), { redirect: 'manual', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), ...init });
+    return httpRequest(new URL(path, this.issuer), init, REQUEST_TIMEOUT_MS);
   }
 
   /** A fresh authorization request: its relative URL and the PKCE verifier / state to check the answer with. */
