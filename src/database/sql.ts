@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool, QueryResult } from 'pg';
 import { DataSource, QueryFailedError } from 'typeorm';
+import { pipelineOf } from './pg-pipeline';
 import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
 
 /** One placeholder syntax for both databases: `:name` (a `::` cast is left alone). */
@@ -89,12 +90,14 @@ export interface SqlResult<Row> {
  * few statements per request on the hot paths (the OAuth flows, the users list and the `@Roles()` look-up);
  * everything else stays on repositories.
  *
- * On PostgreSQL a statement goes straight to the data source's connection pool as a named prepared statement:
- * each connection parses and plans it once, later runs only bind and execute. Measured on the code flow's four
- * statements: 1.04 -> 0.61-0.80 ms of PostgreSQL CPU per flow. (Behind PgBouncer this needs its support of
- * prepared statements in transaction mode, 1.21+ with `max_prepared_statements`.) On SQLite it is prepared once
- * per connection; a write runs in the connection's group commit ({@link SqliteGroupCommit}): the hot writes of one
- * turn of the event loop share a transaction, and each answers once that is committed.
+ * On PostgreSQL a statement is a named prepared statement: each connection parses and plans it once, later runs
+ * only bind and execute (measured on the code flow's four statements: 1.04 -> 0.61-0.80 ms of PostgreSQL CPU per
+ * flow). It goes to the pool's pipeline (`PgPipeline` in pg-pipeline.ts), a few connections that take the
+ * statements of many requests without waiting for each answer; {@link atomic} takes a pooled connection for its
+ * transaction. (Behind PgBouncer this needs its support of prepared statements in transaction mode, 1.21+ with
+ * `max_prepared_statements`.) On SQLite it is prepared once per connection; a write runs in the connection's group
+ * commit ({@link SqliteGroupCommit}): the hot writes of one turn of the event loop share a transaction, and each
+ * answers once that is committed.
  */
 @Injectable()
 export class SqlRunner {
@@ -220,11 +223,10 @@ export class SqlRunner {
 
   private async runPrepared<Row>(name: string, text: string, values: unknown[]): Promise<SqlResult<Row>> {
     const { logger } = this.dataSource;
-    const pool = this.pool();
     logger.logQuery(text, values);
     let result: QueryResult;
     try {
-      result = await pool.query({ name, text, values });
+      result = await pipelineOf(this.pool()).query({ name, text, values });
     } catch (error) {
       logger.logQueryError(error as Error, text, values);
       throw new QueryFailedError(text, values, error as Error);

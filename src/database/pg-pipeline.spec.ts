@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { Pool } from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { pipelineOf } from './pg-pipeline';
+
+const SERVER = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The real PostgreSQL server: a table and a pool of the test's own (its connections named after it). */
+describe('PgPipeline', () => {
+  const name = `pipeline_test_${randomBytes(6).toString('hex')}`;
+  let admin: Pool;
+  let pool: Pool;
+  let statements = 0;
+
+  /** A named statement, as SqlRunner sends it (each name is prepared once per connection). */
+  const query = (text: string, values: unknown[] = []) => pipelineOf(pool).query({ name: `${name}_${++statements}`, text, values });
+  const same = (text: string) => {
+    const statement = `${name}_${++statements}`;
+    return (values: unknown[] = []) => pipelineOf(pool).query({ name: statement, text, values });
+  };
+  const backends = async () =>
+    (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [name])).rows.map((r) => r.pid);
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  beforeEach(async () => {
+    admin = new Pool({ connectionString: SERVER, max: 1 });
+    await admin.query(`CREATE TABLE ${name} (id integer PRIMARY KEY)`);
+    pool = new Pool({ connectionString: SERVER, application_name: name, max: 2 });
+  });
+  afterEach(async () => {
+    await pool.end().catch(() => undefined);
+    await admin.query(`DROP TABLE IF EXISTS ${name}`);
+    await admin.end();
+  });
+
+  it("answers each query of a turn with its own rows, all on one connection, and the next turn's on the other", async () => {
+    const pidAnd = same('SELECT $1::int AS n, pg_backend_pid() AS pid');
+    const first = await Promise.all(Array.from({ length: 20 }, (_, n) => pidAnd([n])));
+    expect(first.map((r) => r.rows[0].n)).toEqual(Array.from({ length: 20 }, (_, n) => n));
+    expect(new Set(first.map((r) => r.rows[0].pid)).size).toBe(1);
+
+    await nextTurn();
+    const second = await Promise.all([pidAnd([100]), pidAnd([101])]);
+    expect(second.map((r) => r.rows[0].n)).toEqual([100, 101]);
+    expect(second[0].rows[0].pid).toBe(second[1].rows[0].pid);
+    expect(second[0].rows[0].pid).not.toBe(first[0].rows[0].pid);
+    // Two connections of the pipeline, none of the pool's own.
+    expect((await backends()).sort()).toEqual([first[0].rows[0].pid, second[0].rows[0].pid].sort());
+  });
+
+  it('fails a failing statement alone: the others of its turn run and stay committed', async () => {
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING id`);
+    const results = await Promise.allSettled([insert([1]), insert([2]), insert([1]), insert([3])]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
+    const seen = await admin.query<{ id: number }>(`SELECT id FROM ${name} ORDER BY id`);
+    expect(seen.rows.map((r) => r.id)).toEqual([1, 2, 3]);
+  });
+
+  it('opens a new connection after one is lost, and the statements run on it', async () => {
+    const pid = (await query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    for (let i = 0; i < 50 && (await backends()).includes(pid); i++) await sleep(20);
+
+    const pids = new Set<number>();
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING pg_backend_pid() AS pid`);
+    for (let turn = 0; turn < 4; turn++) {
+      await nextTurn();
+      const rows = await Promise.all([insert([turn * 2]), insert([turn * 2 + 1])]);
+      for (const r of rows) pids.add(r.rows[0].pid);
+    }
+    expect(pids.has(pid)).toBe(false);
+    expect(pids.size).toBe(2);
+    expect((await admin.query(`SELECT count(*)::int AS n FROM ${name}`)).rows[0].n).toBe(8);
+  });
+
+  it("closes its connections when the pool ends, and later queries fail as the pool's do", async () => {
+    await Promise.all([query('SELECT 1'), query('SELECT 2')]);
+    await nextTurn();
+    await query('SELECT 3');
+    await pool.query('SELECT 4');
+    expect((await backends()).length).toBe(3);
+
+    await pool.end();
+    // A backend leaves pg_stat_activity a moment after its client has gone.
+    for (let i = 0; i < 50 && (await backends()).length > 0; i++) await sleep(20);
+    expect(await backends()).toEqual([]);
+    await expect(query('SELECT 5')).rejects.toThrow(/after calling end on the pool/);
+  });
+});
