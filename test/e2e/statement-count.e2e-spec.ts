@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, NO_RATE_LIMITS, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type CapturedQuery, captureQueries } from '../support/queries';
@@ -71,3 +72,70 @@ describe('statements per code flow (recorded SQL)', () => {
     expect(statements, statements.join('\n')).toHaveLength(REFRESH_STATEMENTS);
   });
 });
+
+/** Tables that grow with use: a hot statement must never read one of them whole. */
+const GROWING = new Set(['grants', 'authorization_codes', 'refresh_tokens', 'audit_events', 'sessions', 'consents', 'users']);
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function sequentialScans(node: PlanNode): string[] {
+  const own = node['Node Type'] === 'Seq Scan' && node['Relation Name'] ? [node['Relation Name']] : [];
+  return [...own, ...(node.Plans ?? []).flatMap(sequentialScans)];
+}
+
+if (POSTGRES) {
+  /**
+   * PostgreSQL caches a prepared statement's plan. On a fresh database it is made while the tables are a page or two
+   * and never analyzed, and kept until autovacuum's first ANALYZE: a join it plans as a sequential scan then reads a
+   * whole table on every request for a minute or more (the refresh did, with grants, until it looked the grant up
+   * by key). The flow's statements, as recorded, with their generic plans on the test's fresh database.
+   */
+  describe('the code flow statements on a fresh PostgreSQL database', () => {
+    let t: TestApp;
+    let browser: Browser;
+
+    beforeAll(async () => {
+      t = await createTestApp(NO_RATE_LIMITS);
+      ({ browser } = await signedIn(t));
+    });
+    afterAll(() => t.close());
+
+    it('plan no sequential scan of a table that grows, even before the first ANALYZE', async () => {
+      const trusted = await registerClient(t, { trusted: true });
+      const consented = await registerClient(t, { trusted: false, scope: 'users:read orders:read' });
+      await issueTokens(t, { client: trusted, browser });
+      await issueTokens(t, { client: consented, browser, scope: 'users:read' });
+      const recorded = await captureQueries(t, async () => {
+        const { refresh } = await issueTokens(t, { client: trusted, browser });
+        await issueTokens(t, { client: consented, browser, scope: 'users:read' });
+        expect((await token(t, trusted, { grant_type: 'refresh_token', refresh_token: refresh })).status).toBe(200);
+      });
+      const statements = [...new Set(foreground(recorded))];
+      expect(statements.length).toBeGreaterThanOrEqual(TRUSTED_FLOW_STATEMENTS + REFRESH_STATEMENTS);
+
+      const runner = t.app.get(DataSource).createQueryRunner();
+      await runner.connect();
+      try {
+        await runner.query('SET plan_cache_mode = force_generic_plan');
+        const scans: string[] = [];
+        for (const [i, text] of statements.entries()) {
+          const parameters = new Set(text.match(/\$\d+/g) ?? []).size;
+          await runner.query(`PREPARE plan_check_${i} AS ${text}`);
+          const args = parameters ? `(${Array(parameters).fill('NULL').join(', ')})` : '';
+          const [{ 'QUERY PLAN': plan }] = (await runner.query(`EXPLAIN (FORMAT JSON) EXECUTE plan_check_${i}${args}`)) as Array<{
+            'QUERY PLAN': Array<{ Plan: PlanNode }>;
+          }>;
+          for (const table of sequentialScans(plan[0].Plan)) if (GROWING.has(table)) scans.push(`${table} in: ${text}`);
+        }
+        expect(scans).toEqual([]);
+      } finally {
+        await runner.query('DEALLOCATE ALL');
+        await runner.release();
+      }
+    });
+  });
+}
