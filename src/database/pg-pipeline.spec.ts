@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineOf } from './pg-pipeline';
 
@@ -73,6 +73,32 @@ describe('PgPipeline', () => {
     expect(pids.has(pid)).toBe(false);
     expect(pids.size).toBe(2);
     expect((await admin.query(`SELECT count(*)::int AS n FROM ${name}`)).rows[0].n).toBe(8);
+  });
+
+  it('sends a query to the pool while its connection has 32 in flight behind a row lock, and the 32 run once it is released', async () => {
+    await admin.query(`INSERT INTO ${name} (id) VALUES (1)`);
+    const locker = new Client({ connectionString: SERVER });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT id FROM ${name} WHERE id = 1 FOR UPDATE`);
+      const update = same(`UPDATE ${name} SET id = id WHERE id = 1 RETURNING pg_backend_pid() AS pid`);
+      let settled = 0;
+      const held = Array.from({ length: 32 }, () => update().finally(() => settled++));
+      const free = query('SELECT pg_backend_pid() AS pid');
+      const timeout = sleep(5_000).then(() => 'still waiting');
+      const answer = await Promise.race([free, timeout]);
+      expect(answer).toMatchObject({ rows: [{ pid: expect.any(Number) }] });
+      expect(settled).toBe(0);
+
+      await locker.query('COMMIT');
+      const updated = await Promise.all(held);
+      expect(updated.map((r) => r.rowCount)).toEqual(Array(32).fill(1));
+      expect(new Set(updated.map((r) => r.rows[0].pid)).size).toBe(1);
+      expect((answer as Awaited<typeof free>).rows[0].pid).not.toBe(updated[0].rows[0].pid);
+    } finally {
+      await locker.end();
+    }
   });
 
   it("closes its connections when the pool ends, and later queries fail as the pool's do", async () => {
