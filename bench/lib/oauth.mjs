@@ -82,7 +82,9 @@ const agent = new http.Agent({ keepAlive: true });
 /** One HTTP request over a kept-alive connection; rejects when no byte moved for `timeoutMs`. */
 function httpRequest(url, { method = 'GET', headers = {}, body }, timeoutMs) {
   return new Promise((resolve, reject) => {
-    const all = { ...headers, ...FETCH_HEADERS };
+    // The caller's headers first, then fetch's defaults for those it did not set, as fetch orders them.
+    const all = { ...headers };
+    for (const [key, value] of Object.entries(FETCH_HEADERS)) if (!(key in all)) all[key] = value;
     if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
     const req = http.request(url, { method, headers: all, agent, timeout: timeoutMs }, (res) => {
       const chunks = [];

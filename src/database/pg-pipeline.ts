@@ -15,6 +15,12 @@ const CONNECTIONS = 2;
  * how many, and under overload the pool's wait limit (`connectionTimeoutMillis`) sheds load as before.
  */
 const MAX_IN_FLIGHT = 32;
+/**
+ * PostgreSQL cancels a pipelined statement that runs (or waits for a lock) longer than this, failing it alone; the
+ * pool's `query_timeout`, which closes the connection and fails everything in flight on it, stays the last resort
+ * for a server that stopped answering.
+ */
+const STATEMENT_TIMEOUT_MS = 5_000;
 
 const pipelines = new WeakMap<Pool, PgPipeline>();
 
@@ -38,9 +44,11 @@ export function pipelineOf(pool: Pool): PgPipeline {
  * PostgreSQL's, 1.20× the flows per second (two builds side by side, medians of six pairs).
  *
  * Only for statements that stand alone: a transaction of several statements (`SqlRunner.atomic`, TypeORM) keeps a
- * pooled connection to itself. A lost connection fails the queries sent on it (as a pooled one fails its query)
- * and the next query opens a new one; a query past the pool's `query_timeout` closes its connection, failing the
- * others in flight on it. Behind PgBouncer this needs its transaction mode with prepared statements (1.21+).
+ * pooled connection to itself, and so does a statement marked `pooled` (one that may read many rows). A lost
+ * connection fails the queries sent on it (as a pooled one fails its query) and the next query opens a new one.
+ * PostgreSQL cancels a statement past {@link STATEMENT_TIMEOUT_MS}; a query past the pool's `query_timeout` closes
+ * its connection, failing the others in flight on it. Behind PgBouncer this needs its transaction mode with
+ * prepared statements (1.21+).
  */
 export class PgPipeline {
   private readonly lanes: Lane[];
@@ -58,11 +66,25 @@ export class PgPipeline {
     private readonly pool: Pool,
     connections: number,
   ) {
+    // pg-pool keeps the connection settings its clients are made with (the password as a hidden property).
     const { options, Client: PoolClient } = pool as unknown as {
-      options: ClientConfig;
-      Client: new (config: ClientConfig & { pipeline: boolean }) => Client;
+      options?: ClientConfig;
+      Client?: new (config: ClientConfig & { pipeline: boolean }) => Client;
     };
-    this.lanes = Array.from({ length: connections }, () => new Lane(() => new PoolClient({ ...options, pipeline: true })));
+    if (!options || typeof PoolClient !== 'function') {
+      // Not the pool this was written against: every query goes to the pool.
+      this.lanes = [];
+      this.ended = true;
+      return;
+    }
+    const config = {
+      ...options,
+      password: options.password,
+      keepAlive: true,
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+      pipeline: true,
+    };
+    this.lanes = Array.from({ length: connections }, () => new Lane(() => new PoolClient(config)));
     // The data source closes its pool when it is destroyed (shutdown, tests): the pipeline's connections go first.
     const endPool = pool.end.bind(pool) as () => Promise<void>;
     pool.end = ((callback?: (error?: Error) => void) => {
@@ -73,7 +95,7 @@ export class PgPipeline {
   }
 
   query(query: PreparedQuery): Promise<QueryResult> {
-    if (this.ended) return this.pool.query(query);
+    if (this.ended || (this.pool as { ending?: boolean }).ending) return this.pool.query(query);
     let lane = this.turnLane;
     if (!lane) {
       lane = this.turnLane = this.lanes[this.turn++ % this.lanes.length];
@@ -96,7 +118,8 @@ interface Socket {
   uncork(): void;
 }
 
-const socketOf = (client: Client) => (client as unknown as { connection: { stream: Socket } }).connection.stream;
+/** The client's socket (node-postgres' `Connection` stream), to hold a turn's writes back. */
+const socketOf = (client: Client) => (client as unknown as { connection: { stream: Partial<Socket> } }).connection.stream;
 
 /** One pipelined connection, opened on first use and again after it is lost. */
 class Lane {
@@ -120,7 +143,7 @@ class Lane {
     } else {
       if (!this.corked) {
         this.corked = client;
-        socketOf(client).cork();
+        socketOf(client).cork?.();
       }
       result = client.query(query);
     }
@@ -132,7 +155,7 @@ class Lane {
   send(): void {
     const client = this.corked;
     this.corked = undefined;
-    if (client) socketOf(client).uncork();
+    if (client) socketOf(client).uncork?.();
   }
 
   private connect(): Promise<Client> {
@@ -146,7 +169,11 @@ class Lane {
     client.on('error', forget);
     client.on('end', forget);
     const connecting = client.connect().then(
-      () => (this.client = client),
+      () => {
+        // Unless it was lost or the pipeline ended meanwhile (then `end()` or the lost connection's end closes it).
+        if (this.connecting === connecting) this.client = client;
+        return client;
+      },
       (error: unknown) => {
         forget();
         throw error;

@@ -23,7 +23,14 @@ export class Statement {
   /** The name PostgreSQL prepares it under, once per connection (unique per statement in the process). */
   readonly name = `hot_${++Statement.count}`;
 
-  constructor(readonly source: string) {}
+  /**
+   * `pooled`: on PostgreSQL, run on a pooled connection of its own rather than in the pipeline (`pg-pipeline.ts`),
+   * for a statement that may read many rows (a deep page), which would hold up the statements sent after it.
+   */
+  constructor(
+    readonly source: string,
+    readonly options: { pooled?: boolean } = {},
+  ) {}
 
   compile(postgres: boolean): Compiled {
     const key = postgres ? 'postgres' : 'sqlite';
@@ -109,7 +116,7 @@ export class SqlRunner {
 
   async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
     const { text, values } = bindValues(statement, params, this.postgres);
-    if (this.postgres) return this.runPrepared<Row>(statement.name, text, values);
+    if (this.postgres) return this.runPrepared<Row>(statement, text, values);
     return this.runSqlite<Row>(text, values);
   }
 
@@ -221,12 +228,13 @@ export class SqlRunner {
     return (await this.run<Row>(statement, params)).rows[0];
   }
 
-  private async runPrepared<Row>(name: string, text: string, values: unknown[]): Promise<SqlResult<Row>> {
+  private async runPrepared<Row>(statement: Statement, text: string, values: unknown[]): Promise<SqlResult<Row>> {
     const { logger } = this.dataSource;
     logger.logQuery(text, values);
     let result: QueryResult;
     try {
-      result = await pipelineOf(this.pool()).query({ name, text, values });
+      const query = { name: statement.name, text, values };
+      result = await (statement.options.pooled ? this.pool().query(query) : pipelineOf(this.pool()).query(query));
     } catch (error) {
       logger.logQueryError(error as Error, text, values);
       throw new QueryFailedError(text, values, error as Error);

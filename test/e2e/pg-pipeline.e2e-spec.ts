@@ -1,13 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pipelineOf } from './pg-pipeline';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { pipelineOf } from '../../src/database/pg-pipeline';
+import { freePort } from '../support/service-process';
+import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
-const SERVER = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** The real PostgreSQL server: a table and a pool of the test's own (its connections named after it). */
+/**
+ * The pipeline of the PostgreSQL hot paths (src/database/pg-pipeline.ts) on a real server of the test's own (on both
+ * CI runs, like the outage suite): a table and a pool per test, its connections named after it.
+ */
 describe('PgPipeline', () => {
   const name = `pipeline_test_${randomBytes(6).toString('hex')}`;
+  let server: ThrowawayPostgres;
+  let url: string;
   let admin: Pool;
   let pool: Pool;
   let statements = 0;
@@ -23,10 +28,18 @@ describe('PgPipeline', () => {
   const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  beforeAll(async () => {
+    server = new ThrowawayPostgres(await freePort());
+    server.init();
+    server.start();
+    url = server.url;
+  }, 120_000);
+  afterAll(() => server?.destroy());
+
   beforeEach(async () => {
-    admin = new Pool({ connectionString: SERVER, max: 1 });
+    admin = new Pool({ connectionString: url, max: 1 });
     await admin.query(`CREATE TABLE ${name} (id integer PRIMARY KEY)`);
-    pool = new Pool({ connectionString: SERVER, application_name: name, max: 2 });
+    pool = new Pool({ connectionString: url, application_name: name, max: 2 });
   });
   afterEach(async () => {
     await pool.end().catch(() => undefined);
@@ -77,7 +90,7 @@ describe('PgPipeline', () => {
 
   it('sends a query to the pool while its connection has 32 in flight behind a row lock, and the 32 run once it is released', async () => {
     await admin.query(`INSERT INTO ${name} (id) VALUES (1)`);
-    const locker = new Client({ connectionString: SERVER });
+    const locker = new Client({ connectionString: url });
     await locker.connect();
     try {
       await locker.query('BEGIN');
