@@ -19,6 +19,7 @@ interface Compiled {
  */
 export class Statement {
   private static count = 0;
+  private static readonly made: Statement[] = [];
   private readonly compiled: { postgres?: Compiled; sqlite?: Compiled } = {};
   /** The name PostgreSQL prepares it under, once per connection (unique per statement in the process). */
   readonly name = `hot_${++Statement.count}`;
@@ -26,11 +27,19 @@ export class Statement {
   /**
    * `pooled`: on PostgreSQL, run on a pooled connection of its own rather than in the pipeline (`pg-pipeline.ts`),
    * for a statement that may read many rows (a deep page), which would hold up the statements sent after it.
+   * `sqliteOnly`: written for SQLite's schema (its views with INSTEAD OF triggers); the PostgreSQL path has its own.
    */
   constructor(
     readonly source: string,
-    readonly options: { pooled?: boolean } = {},
-  ) {}
+    readonly options: { pooled?: boolean; sqliteOnly?: boolean } = {},
+  ) {
+    Statement.made.push(this);
+  }
+
+  /** Every statement made so far in this process (the hot paths make theirs when their modules load). */
+  static all(): readonly Statement[] {
+    return Statement.made;
+  }
 
   compile(postgres: boolean): Compiled {
     const key = postgres ? 'postgres' : 'sqlite';

@@ -56,12 +56,15 @@ const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${CODE_INSERT}`,
 );
 /** SQLite: the same through the `code_issue` view, whose INSTEAD OF trigger writes the three rows. */
-const INSERT_CODE_ISSUE = sql`
+const INSERT_CODE_ISSUE = new Statement(
+  `
   INSERT INTO code_issue
     (grant_id, user_id, client_id, scope, resources, created_at, grant_expires_at, auth_time, sid,
      code_hash, redirect_uri, code_challenge, code_expires_at, nonce, audit_id, actor, address, request_id, details)
   VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, :authTime, :sid,
-     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :nonce, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
+     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :nonce, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`,
+  { sqliteOnly: true },
+);
 /**
  * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
  * session is live, in one statement (one round trip for the whole authorization request).

@@ -4,7 +4,7 @@ import { type JwtModuleOptions, JwtSecretRequestType, JwtService, type JwtSignOp
 import { AppConfig } from '../config/app-config';
 import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
-import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, type StatementWrite, epochMs } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
@@ -17,12 +17,15 @@ const REFRESH_TOKEN_INSERT = `
 /** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
 const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(`WITH audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${REFRESH_TOKEN_INSERT}`);
 /** SQLite: the `refresh_token_issue` view, whose INSTEAD OF trigger writes both rows. */
-const INSERT_REFRESH_TOKEN_SQLITE = sql`
+const INSERT_REFRESH_TOKEN_SQLITE = new Statement(
+  `
   INSERT INTO refresh_token_issue
     (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at,
      audit_id, audit_type, actor, address, request_id, details)
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt,
-     :auditId, :auditType, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`;
+     :auditId, :auditType, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`,
+  { sqliteOnly: true },
+);
 
 /**
  * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the

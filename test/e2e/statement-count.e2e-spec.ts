@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { Statement } from '../../src/database/sql';
+import { pageStatement } from '../../src/users/users.queries';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, NO_RATE_LIMITS, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type CapturedQuery, captureQueries } from '../support/queries';
@@ -106,27 +108,42 @@ describe('statements per code flow (recorded SQL)', () => {
       const statements = [...new Set(foreground(recorded))];
       expect(statements.length).toBeGreaterThanOrEqual(TRUSTED_FLOW_STATEMENTS + REFRESH_STATEMENTS);
 
-      const runner = t.app.get(DataSource).createQueryRunner();
-      await runner.connect();
-      try {
-        await runner.query('SET plan_cache_mode = force_generic_plan');
-        const scans: string[] = [];
-        for (const [i, text] of statements.entries()) {
-          const parameters = new Set(text.match(/\$\d+/g) ?? []).size;
-          await runner.query(`PREPARE plan_check_${i} AS ${text}`);
-          const args = parameters ? `(${Array(parameters).fill('NULL').join(', ')})` : '';
-          const [{ 'QUERY PLAN': plan }] = (await runner.query(`EXPLAIN (FORMAT JSON) EXECUTE plan_check_${i}${args}`)) as Array<{
-            'QUERY PLAN': Array<{ Plan: PlanNode }>;
-          }>;
-          for (const table of sequentialScans(plan[0].Plan)) if (GROWING.has(table)) scans.push(`${table} in: ${text}`);
-        }
-        expect(scans).toEqual([]);
-      } finally {
-        // Only what this test prepared: the connection goes back to the pool with node-postgres' statements intact.
-        for (const i of statements.keys()) await runner.query(`DEALLOCATE plan_check_${i}`).catch(() => undefined);
-        await runner.query('RESET plan_cache_mode');
-        await runner.release();
-      }
+      expect(await wholeTableReads(t, statements)).toEqual([]);
+    });
+
+    it('every hot-path statement of the service plans no sequential scan of a table that grows, before the first ANALYZE too', async () => {
+      for (const sort of ['age', 'name', 'email', 'createdAt'] as const)
+        for (const descending of [false, true]) for (const byGender of [false, true]) pageStatement(sort, descending, byGender);
+      const texts = Statement.all()
+        .filter((statement) => !statement.options.sqliteOnly)
+        .map((statement) => statement.compile(true).text);
+      expect(texts.length).toBeGreaterThan(40);
+      expect(await wholeTableReads(t, texts)).toEqual([]);
     });
   }
 });
+
+/** The statements' generic plans on the app's database: each sequential scan of a table that grows, with its statement. */
+async function wholeTableReads(t: TestApp, statements: string[]): Promise<string[]> {
+  const runner = t.app.get(DataSource).createQueryRunner();
+  await runner.connect();
+  const scans: string[] = [];
+  try {
+    await runner.query('SET plan_cache_mode = force_generic_plan');
+    for (const [i, text] of statements.entries()) {
+      const parameters = new Set(text.match(/\$\d+/g) ?? []).size;
+      await runner.query(`PREPARE plan_check_${i} AS ${text}`);
+      const args = parameters ? `(${Array(parameters).fill('NULL').join(', ')})` : '';
+      const [{ 'QUERY PLAN': plan }] = (await runner.query(`EXPLAIN (FORMAT JSON) EXECUTE plan_check_${i}${args}`)) as Array<{
+        'QUERY PLAN': Array<{ Plan: PlanNode }>;
+      }>;
+      for (const table of sequentialScans(plan[0].Plan)) if (GROWING.has(table)) scans.push(`${table} in: ${text}`);
+    }
+  } finally {
+    // Only what this check prepared: the connection goes back to the pool with node-postgres' statements intact.
+    for (const i of statements.keys()) await runner.query(`DEALLOCATE plan_check_${i}`).catch(() => undefined);
+    await runner.query('RESET plan_cache_mode');
+    await runner.release();
+  }
+  return scans;
+}
