@@ -113,13 +113,9 @@ export class PgPipeline {
   }
 }
 
-interface Socket {
-  cork(): void;
-  uncork(): void;
-}
-
 /** The client's socket (node-postgres' `Connection` stream), to hold a turn's writes back. */
-const socketOf = (client: Client) => (client as unknown as { connection: { stream: Partial<Socket> } }).connection.stream;
+const socketOf = (client: Client) =>
+  (client as unknown as { connection: { stream: { cork?(): void; uncork?(): void } } }).connection.stream;
 
 /** One pipelined connection, opened on first use and again after it is lost. */
 class Lane {
