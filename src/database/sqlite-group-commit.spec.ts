@@ -28,6 +28,7 @@ describe('SqliteGroupCommit', () => {
     () =>
       on.statement('INSERT INTO items (id) VALUES (?)').run(id).changes;
   const seenByOther = () => other.prepare('SELECT id FROM items ORDER BY id').pluck().all() as number[];
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
@@ -58,6 +59,40 @@ describe('SqliteGroupCommit', () => {
       [1, [1, 2, 3]],
     ]);
     expect(db.inTransaction).toBe(false);
+  });
+
+  it('keeps a batch open while the next turns bring more writes, so that they share its commit', async () => {
+    const first = group.run(insert(1), true).then(() => seenByOther());
+    await nextTurn();
+    // The turn of the first write is over: not committed yet, the batch waits for what the next turn brings.
+    expect(seenByOther()).toEqual([]);
+    const second = group.run(insert(2), true).then(() => seenByOther());
+    await expect(first).resolves.toEqual([1, 2]);
+    await expect(second).resolves.toEqual([1, 2]);
+  });
+
+  it('commits a batch after at most two more turns, even while every turn brings another write', async () => {
+    const seen: number[][] = [];
+    const writes = [group.run(insert(1), true).then(() => seen.push(seenByOther()))];
+    for (let id = 2; id <= 6; id++) {
+      await nextTurn();
+      writes.push(group.run(insert(id), true).then(() => seen.push(seenByOther())));
+    }
+    await Promise.all(writes);
+    // The first batch: the writes of the first write's turn and of the two turns after it.
+    expect(seen[0]).toEqual([1, 2, 3]);
+    expect(seenByOther()).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('commits a lone write one empty turn after its own', async () => {
+    let committed = false;
+    const write = group.run(insert(1), true).then(() => (committed = true));
+    await nextTurn();
+    expect(committed).toBe(false);
+    await nextTurn();
+    await nextTurn();
+    expect(committed).toBe(true);
+    await write;
   });
 
   it('fails only the statement that failed; the others of its batch are committed', async () => {
