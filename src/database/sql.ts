@@ -112,8 +112,8 @@ export interface SqlResult<Row> {
  * statements of many requests without waiting for each answer; {@link atomic} takes a pooled connection for its
  * transaction. (Behind PgBouncer this needs its support of prepared statements in transaction mode, 1.21+ with
  * `max_prepared_statements`.) On SQLite it is prepared once per connection; a write runs in the connection's group
- * commit ({@link SqliteGroupCommit}): the hot writes of one turn of the event loop share a transaction, and each
- * answers once that is committed.
+ * commit ({@link SqliteGroupCommit}): the hot writes of a turn of the event loop, and of the next turns while they
+ * bring more, share a transaction, and each answers once that is committed.
  */
 @Injectable()
 export class SqlRunner {

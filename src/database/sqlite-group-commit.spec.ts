@@ -90,9 +90,19 @@ describe('SqliteGroupCommit', () => {
     await nextTurn();
     expect(committed).toBe(false);
     await nextTurn();
-    await nextTurn();
     expect(committed).toBe(true);
     await write;
+  });
+
+  it('commits a later batch after another use of the connection flushed the one before it', async () => {
+    const first = group.run(insert(1), true);
+    db.prepare('SELECT 1').get(); // commits the first write at once; the end of its turn finds nothing left to do
+    await first;
+    await nextTurn();
+    const second = group.run(insert(2), true).then(() => 'committed');
+    const stuck = new Promise((resolve) => setTimeout(resolve, 1_000, 'not committed after 1 s'));
+    await expect(Promise.race([second, stuck])).resolves.toBe('committed');
+    expect(seenByOther()).toEqual([1, 2]);
   });
 
   it('fails only the statement that failed; the others of its batch are committed', async () => {

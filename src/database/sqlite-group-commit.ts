@@ -25,7 +25,8 @@ const groups = new WeakMap<SqliteConnection, SqliteGroupCommit>();
  * Turns of the event loop a batch stays open after the one its first write came in, while each adds writes to it.
  * Under load the requests answered by one flush send their next requests together, and those find the batch still
  * open: on the code flow with ten loops, batches of 5.6 writes became 8.5, and a commit's pages are shared by more
- * writes. When nothing else comes in, the wait is one empty turn of the loop (microseconds).
+ * writes. A write that comes alone waits one more turn of the loop: microseconds when the process has nothing else
+ * to do, else the time of that turn's callbacks.
  */
 const MAX_EXTRA_TURNS = 2;
 
