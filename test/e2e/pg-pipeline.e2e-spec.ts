@@ -71,6 +71,69 @@ describe('PgPipeline', () => {
     expect(seen.rows.map((r) => r.id)).toEqual([1, 2, 3]);
   });
 
+  it("runs a turn's statements in one transaction, each answered with its own rows once it has committed", async () => {
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING id, txid_current()::text AS tx`);
+    const results = await Promise.all([insert([1]), insert([2]), insert([3])]);
+    expect(results.map((r) => r.rows)).toEqual([1, 2, 3].map((id) => [{ id, tx: results[0].rows[0].tx }]));
+    expect(results.map((r) => [r.command, r.rowCount])).toEqual(Array(3).fill(['INSERT', 1]));
+    // Committed by the time they answer: another connection sees all three.
+    const seen = await admin.query<{ id: number }>(`SELECT id FROM ${name} ORDER BY id`);
+    expect(seen.rows.map((r) => r.id)).toEqual([1, 2, 3]);
+
+    await nextTurn();
+    const next = await insert([4]);
+    expect(next.rows[0].tx).not.toBe(results[0].rows[0].tx);
+  });
+
+  it('reads rows the same way when a statement runs again on its connection (without asking for its columns again)', async () => {
+    const read = same(`SELECT $1::int AS n, $2::text AS label, NULL::int AS nothing, $3::boolean AS flag, $4::bigint AS big`);
+    const write = same(`UPDATE ${name} SET id = id WHERE id < 0`);
+    for (let turn = 0; turn < 3; turn++) {
+      await nextTurn();
+      const [rows, updated] = await Promise.all([read([turn, `t${turn}`, turn % 2 === 0, '9007199254740993']), write()]);
+      expect(rows.rows).toEqual([{ n: turn, label: `t${turn}`, nothing: null, flag: turn % 2 === 0, big: '9007199254740993' }]);
+      expect(rows.fields.map((f) => f.name)).toEqual(['n', 'label', 'nothing', 'flag', 'big']);
+      expect([updated.command, updated.rowCount, updated.rows]).toEqual(['UPDATE', 0, []]);
+    }
+  });
+
+  it('answers a failing first statement with its error; the rest of its turn, rolled back with it, runs again and commits', async () => {
+    await admin.query(`INSERT INTO ${name} (id) VALUES (1)`);
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING id`);
+    const results = await Promise.allSettled([insert([1]), insert([2]), insert([3])]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
+    const seen = await admin.query<{ id: number }>(`SELECT id FROM ${name} ORDER BY id`);
+    expect(seen.rows.map((r) => r.id)).toEqual([1, 2, 3]);
+  });
+
+  it('runs both batches of a deadlock to the end: the one PostgreSQL aborts runs again, each statement on its own', async () => {
+    await admin.query(`INSERT INTO ${name} (id) VALUES (1), (2)`);
+    const touch = same(`UPDATE ${name} SET id = id WHERE id = $1 RETURNING id`);
+    const pause = same('SELECT pg_sleep($1::float8) AS slept');
+    // Turn one locks row 1, waits, then wants row 2; turn two (the other connection) locks row 2, then wants row 1.
+    const first = [touch([1]), pause([0.3]), touch([2])];
+    await nextTurn();
+    const second = [touch([2]), pause([0.1]), touch([1])];
+    const results = await Promise.all([...first, ...second]);
+    expect(results.map((r) => r.rowCount)).toEqual([1, 1, 1, 1, 1, 1]);
+    expect(results.map((r) => r.rows[0].id ?? 'slept')).toEqual([1, 'slept', 2, 2, 'slept', 1]);
+  });
+
+  it('fails a statement whose value PostgreSQL cannot take before anything is sent, and runs the others of its turn', async () => {
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING id`);
+    const unmappable = {
+      toPostgres: () => {
+        throw new Error('no text form');
+      },
+    };
+    const results = await Promise.allSettled([insert([1]), insert([unmappable]), insert([2])]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'no text form' });
+    const seen = await admin.query<{ id: number }>(`SELECT id FROM ${name} ORDER BY id`);
+    expect(seen.rows.map((r) => r.id)).toEqual([1, 2]);
+  });
+
   it('opens a new connection after one is lost, and the statements run on it', async () => {
     const pid = (await query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
