@@ -7,7 +7,7 @@ interface PgQuery {
   /** Set by the client around a query with a `query_timeout`: called once when the query is done. */
   callback?: (error: unknown, result?: unknown) => void;
 }
-const Query = pg.Query as unknown as new (config: { text: string }) => PgQuery;
+const Query = pg.Query as unknown as new (text: string) => PgQuery;
 const { DatabaseError } = pg;
 const { prepareValue } = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
 
@@ -293,7 +293,8 @@ class Batch extends Query {
   private shapes: Map<string, Shape> | undefined;
 
   constructor(private readonly retry: (query: PreparedQuery) => Promise<QueryResult>) {
-    super({ text: '' });
+    // A string: node-postgres copies a config object, property by property.
+    super('');
   }
 
   /**
