@@ -49,7 +49,7 @@ const pipelines = new WeakMap<Pool, PgPipeline>();
 /** The pipeline of a data source's pool, made on first use and ended with the pool. */
 export function pipelineOf(pool: Pool): PgPipeline {
   let pipeline = pipelines.get(pool);
-  if (!pipeline) pipelines.set(pool, (pipeline = new PgPipeline(pool, CONNECTIONS)));
+  if (!pipeline) pipelines.set(pool, (pipeline = new PgPipeline(pool)));
   return pipeline;
 }
 
@@ -90,7 +90,7 @@ export class PgPipeline {
 
   constructor(
     private readonly pool: Pool,
-    connections: number,
+    { connections = CONNECTIONS, maxBatchWaitMs = MAX_BATCH_WAIT_MS }: { connections?: number; maxBatchWaitMs?: number } = {},
   ) {
     // pg-pool keeps the connection settings its clients are made with (the password as a hidden property).
     const { options, Client: PoolClient } = pool as unknown as {
@@ -110,7 +110,8 @@ export class PgPipeline {
       statement_timeout: STATEMENT_TIMEOUT_MS,
       pipeline: true,
     };
-    this.lanes = Array.from({ length: connections }, () => new Lane(() => new PoolClient(config)));
+    const toPool = (query: PreparedQuery) => pool.query(query);
+    this.lanes = Array.from({ length: connections }, () => new Lane(() => new PoolClient(config), toPool, maxBatchWaitMs));
     // The data source closes its pool when it is destroyed (shutdown, tests): the pipeline's connections go first.
     const endPool = pool.end.bind(pool) as () => Promise<void>;
     pool.end = ((callback?: (error?: Error) => void) => {
@@ -150,21 +151,30 @@ class Lane {
   private readonly answered = () => {
     this.inFlight--;
   };
-  /** Sends a query with its own Sync: a query of a batch that failed, sent again. */
-  private readonly single = (query: PreparedQuery): Promise<QueryResult> => {
-    const client = this.client;
-    return client ? client.query(query) : this.connect().then((connected) => connected.query(query));
+  /** Sends a query of a failed batch again, alone (with its own Sync); once the pipeline has ended, to the pool. */
+  private readonly again = (query: PreparedQuery): Promise<QueryResult> => {
+    if (this.ended) return this.toPool(query);
+    // A batch of one, which does not run its query a third time.
+    const alone = new Batch(undefined, 0);
+    const result = alone.add(query);
+    this.submit(alone);
+    return result;
   };
+  private ended = false;
 
-  constructor(private readonly open: () => Client) {}
+  constructor(
+    private readonly open: () => Client,
+    private readonly toPool: (query: PreparedQuery) => Promise<QueryResult>,
+    private readonly maxBatchWaitMs: number,
+  ) {}
 
   query(query: PreparedQuery): Promise<QueryResult> {
     this.inFlight++;
     const now = performance.now();
-    const batch = (this.batch ??= new Batch(this.single, now));
+    const batch = (this.batch ??= new Batch(this.again, now));
     const result = batch.add(query);
     result.then(this.answered, this.answered);
-    if (now - batch.startedAt >= MAX_BATCH_WAIT_MS) this.send();
+    if (now - batch.startedAt >= this.maxBatchWaitMs) this.send();
     return result;
   }
 
@@ -172,7 +182,10 @@ class Lane {
   send(): void {
     const batch = this.batch;
     this.batch = undefined;
-    if (!batch || batch.items.length === 0) return;
+    if (batch && batch.items.length > 0) this.submit(batch);
+  }
+
+  private submit(batch: Batch): void {
     // node-postgres takes the batch as a query of its own, and hands it the answers.
     if (this.client) void this.client.query(batch as never);
     else
@@ -208,6 +221,7 @@ class Lane {
   }
 
   async end(): Promise<void> {
+    this.ended = true;
     const connecting = this.connecting;
     this.client = undefined;
     this.connecting = undefined;
@@ -278,6 +292,8 @@ interface Item {
   rows: Record<string, unknown>[];
   /** Whether this batch sent the statement's Parse (its first use on the connection). */
   parses: boolean;
+  /** Whether it runs as the unnamed statement (see {@link Batch.submit}). */
+  unnamed: boolean;
   /** A row that could not be read. */
   failure?: unknown;
   /** From the CommandComplete tag. */
@@ -294,8 +310,8 @@ interface Item {
  * If one fails, PostgreSQL rolls the batch back and skips the rest. The failing query answers with its error; every
  * other query of the batch is sent again on its own (`retry`, its own Sync), so that it succeeds or fails as if it
  * had never shared a transaction. A deadlock is the exception: the batch holding its locks longer may have caused
- * it, so the failing query runs again alone too. A lost connection (or an error that ends the session) fails them
- * all, as it fails a query sent alone: whether the batch committed is unknown.
+ * it, so the failing query runs again alone too (a query sent again runs once more at most). A lost connection fails
+ * them all, as it fails a query sent alone: whether the batch committed is unknown.
  */
 class Batch extends Query {
   readonly items: Item[] = [];
@@ -306,7 +322,8 @@ class Batch extends Query {
   private shapes: Map<string, Shape> | undefined;
 
   constructor(
-    private readonly retry: (query: PreparedQuery) => Promise<QueryResult>,
+    /** Sends a query of the batch again on its own; none for a batch that is itself a query sent again. */
+    private readonly retry: ((query: PreparedQuery) => Promise<QueryResult>) | undefined,
     /** When its first query joined (`performance.now()`). */
     readonly startedAt: number,
   ) {
@@ -316,12 +333,14 @@ class Batch extends Query {
 
   /**
    * node-postgres reads `name` and `text` of the query being answered: at ParseComplete it marks the statement
-   * prepared on the connection, at an error it forgets it. They follow the query whose answers are arriving.
+   * prepared on the connection, at an error it forgets it. They follow the query whose answers are arriving (none
+   * for a query run as the unnamed statement).
    */
   private follow(index: number): void {
     this.current = index;
-    this.name = this.items[index]?.query.name;
-    this.text = this.items[index]?.query.text;
+    const item = this.items[index];
+    this.name = item?.unnamed ? undefined : item?.query.name;
+    this.text = item?.unnamed ? undefined : item?.query.text;
   }
 
   add(query: PreparedQuery): Promise<QueryResult> {
@@ -334,7 +353,7 @@ class Batch extends Query {
         reject(error);
         return;
       }
-      this.items.push({ query, values, resolve, reject, shape: undefined, rows: [], parses: false });
+      this.items.push({ query, values, resolve, reject, shape: undefined, rows: [], parses: false, unnamed: false });
     });
   }
 
@@ -344,15 +363,24 @@ class Batch extends Query {
     // The batch's messages in one buffer and one write (through node-postgres' `connection.parse()` and the like,
     // each message is a write of its own, gathered by corking: 0.97x the CPU per flow this way).
     const messages: Buffer[] = [];
+    const parsing = new Set<string>();
     for (const item of this.items) {
       const { name, text } = item.query;
-      if (parsed[name] === undefined && submitted[name] === undefined) {
-        messages.push(serialize.parse({ name, text }));
-        submitted[name] = text;
-        item.parses = true;
-        this.shapes.delete(name);
+      if (parsed[name] === undefined && !parsing.has(name)) {
+        if (submitted[name] === undefined) {
+          messages.push(serialize.parse({ name, text }));
+          submitted[name] = text;
+          parsing.add(name);
+          item.parses = true;
+          this.shapes.delete(name);
+        } else {
+          // Its Parse went in an earlier batch, not answered yet: if something before it there fails, PostgreSQL
+          // skips it. Until it is known to be prepared, the statement runs as the unnamed one (parsed each time).
+          messages.push(serialize.parse({ name: '', text }));
+          item.unnamed = true;
+        }
       }
-      messages.push(serialize.bind({ statement: name, values: item.values }));
+      messages.push(serialize.bind({ statement: item.unnamed ? '' : name, values: item.values }));
       item.shape = this.shapes.get(name);
       if (!item.shape) messages.push(DESCRIBE_PORTAL);
       messages.push(EXECUTE);
@@ -430,13 +458,15 @@ class Batch extends Query {
     for (let i = failed + 1; i < this.items.length; i++) {
       if (this.items[i].parses && connection) delete connection.submittedNamedStatements[this.items[i].query.name];
     }
-    // An error PostgreSQL answered (not a lost connection, not one that ends the session): the batch was rolled back.
-    const rolledBack = error instanceof DatabaseError && error.severity === 'ERROR';
+    // An error PostgreSQL answered while the batch was the query being answered (before its ReadyForQuery): its
+    // transaction did not commit, whatever the severity (a connection lost instead, or one that never opened, leaves
+    // it unknown whether the batch committed).
+    const retry = error instanceof DatabaseError && connection ? this.retry : undefined;
     // The failing statement's error is its answer, but a deadlock, which the batch's locks may have made.
-    const again = rolledBack && (error as { code?: string }).code === DEADLOCK;
+    const again = error instanceof DatabaseError && error.code === DEADLOCK;
     this.items.forEach((item, i) => {
-      if (!rolledBack || (i === failed && !again)) item.reject(error);
-      else this.retry(item.query).then(item.resolve, item.reject);
+      if (!retry || (i === failed && !again)) item.reject(error);
+      else retry(item.query).then(item.resolve, item.reject);
     });
   }
 

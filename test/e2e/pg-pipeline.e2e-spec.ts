@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { pipelineOf } from '../../src/database/pg-pipeline';
+import { PgPipeline } from '../../src/database/pg-pipeline';
 import { freePort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
@@ -17,11 +17,18 @@ describe('PgPipeline', () => {
   let pool: Pool;
   let statements = 0;
 
+  /**
+   * The pipeline under test. A batch waits up to 20 ms for more queries of a long turn (0.2 ms in the service): the
+   * queries a test sends in one turn go together however busy the machine is.
+   */
+  let pipeline: PgPipeline;
+  const MAX_BATCH_WAIT_MS = 20;
+
   /** A named statement, as SqlRunner sends it (each name is prepared once per connection). */
-  const query = (text: string, values: unknown[] = []) => pipelineOf(pool).query({ name: `${name}_${++statements}`, text, values });
+  const query = (text: string, values: unknown[] = []) => pipeline.query({ name: `${name}_${++statements}`, text, values });
   const same = (text: string) => {
     const statement = `${name}_${++statements}`;
-    return (values: unknown[] = []) => pipelineOf(pool).query({ name: statement, text, values });
+    return (values: unknown[] = []) => pipeline.query({ name: statement, text, values });
   };
   const backends = async () =>
     (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [name])).rows.map((r) => r.pid);
@@ -40,6 +47,7 @@ describe('PgPipeline', () => {
     admin = new Pool({ connectionString: url, max: 1 });
     await admin.query(`CREATE TABLE ${name} (id integer PRIMARY KEY)`);
     pool = new Pool({ connectionString: url, application_name: name, max: 2 });
+    pipeline = new PgPipeline(pool, { maxBatchWaitMs: MAX_BATCH_WAIT_MS });
   });
   afterEach(async () => {
     await pool.end().catch(() => undefined);
@@ -84,15 +92,32 @@ describe('PgPipeline', () => {
     expect(next.rows[0].tx).not.toBe(results[0].rows[0].tx);
   });
 
-  it("sends a long turn's batch once a query joins it 0.2 ms after the first; the queries after go in the next", async () => {
+  it("sends a long turn's batch once a query joins it the longest wait after its first; the queries after go in the next", async () => {
     const tx = same('SELECT txid_current()::text AS tx');
     const early = tx();
-    const until = performance.now() + 2;
-    while (performance.now() < until); // a turn busy for 2 ms, as signing a few tokens keeps it
+    const until = performance.now() + 2 * MAX_BATCH_WAIT_MS;
+    while (performance.now() < until); // a long turn, as signing many tokens makes one
     const late = [tx(), tx()];
     const [a, b, c] = await Promise.all([early, ...late]);
     expect(a.rows[0].tx).toBe(b.rows[0].tx);
     expect(c.rows[0].tx).not.toBe(a.rows[0].tx);
+  });
+
+  it('runs a statement whose Parse is in an earlier batch not answered yet unnamed: it succeeds when that batch fails', async () => {
+    await admin.query(`INSERT INTO ${name} (id) VALUES (1)`);
+    const insert = same(`INSERT INTO ${name} (id) VALUES ($1) RETURNING id`);
+    const fresh = same('SELECT $1::int AS n');
+    // The connection is not open yet: both batches go out once it is, the second before the first is answered.
+    const first = Promise.allSettled([insert([1]), fresh([1])]);
+    await nextTurn();
+    const second = Promise.allSettled([fresh([2])]);
+    const [inserted, read] = await first;
+    expect(inserted).toMatchObject({ status: 'rejected', reason: { code: '23505' } });
+    expect(read).toMatchObject({ status: 'fulfilled', value: { rows: [{ n: 1 }] } });
+    expect(await second).toMatchObject([{ status: 'fulfilled', value: { rows: [{ n: 2 }] } }]);
+    // And it is prepared for good on the connection afterwards.
+    await nextTurn();
+    expect((await fresh([3])).rows).toEqual([{ n: 3 }]);
   });
 
   it('reads rows the same way when a statement runs again on its connection (without asking for its columns again)', async () => {
@@ -129,7 +154,10 @@ describe('PgPipeline', () => {
       await locker.query(`UPDATE ${name} SET id = id WHERE id = 2`);
       // The batch takes row 1, then waits for row 2; the other transaction then waits for row 1.
       const batch = Promise.allSettled([touch([1]), touch([2])]);
-      await sleep(200);
+      const waiting = async () =>
+        (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).rowCount;
+      for (let i = 0; i < 250 && !(await waiting()); i++) await sleep(20);
+      expect(await waiting()).toBe(1);
       await locker.query(`UPDATE ${name} SET id = id WHERE id = 1`);
       await locker.query('COMMIT');
       const results = await batch;
