@@ -38,9 +38,8 @@ const MAX_BATCH_WAIT_MS = 0.2;
 const MAX_IN_FLIGHT = 32;
 /**
  * PostgreSQL cancels a pipelined statement that runs (or waits for a lock) longer than this, failing it (the others
- * of its batch run again); the
- * pool's `query_timeout`, which closes the connection and fails everything in flight on it, stays the last resort
- * for a server that stopped answering.
+ * of its batch run again); the pool's `query_timeout`, which closes the connection and fails everything in flight
+ * on it, stays the last resort for a server that stopped answering.
  */
 const STATEMENT_TIMEOUT_MS = 5_000;
 
@@ -54,12 +53,13 @@ export function pipelineOf(pool: Pool): PgPipeline {
 }
 
 /**
- * Single-statement queries of many requests on a few PostgreSQL connections of their own, in node-postgres'
- * `pipeline` mode: a query is written without waiting for the answers to the ones before it. The queries of one
- * turn of the event loop go as one {@link Batch}, sent in one write once the turn's I/O callbacks are done (or, in a
- * long turn, once one joins {@link MAX_BATCH_WAIT_MS} after the first): PostgreSQL runs them in one transaction,
- * commits them with one WAL flush and sends their answers together, and each answers once that commit is done. A query that fails still fails alone: its batch is rolled
- * back and the others of it run again, each on its own (see {@link Batch}).
+ * Single-statement queries of many requests on PostgreSQL connections of their own ({@link CONNECTIONS}), in
+ * node-postgres' `pipeline` mode: a query is written without waiting for the answers to the ones before it. The
+ * queries of one turn of the event loop go as one {@link Batch}, sent in one write once the turn's I/O callbacks are
+ * done (or, in a long turn, once one joins {@link MAX_BATCH_WAIT_MS} after the first): PostgreSQL runs them in one
+ * transaction, commits them with one WAL flush and sends their answers together, and each answers once that commit
+ * is done. A query that fails still fails alone: its batch is rolled back and the others of it run again, each on
+ * its own (see {@link Batch}).
  *
  * Why: through the pool, every statement took a connection, wrote its messages, woke its own idle backend and
  * waited for it alone. Pipelined, a turn's statements cost the service one write and the database one wake-up: on
@@ -151,6 +151,7 @@ class Lane {
   private readonly answered = () => {
     this.inFlight--;
   };
+  private ended = false;
   /** Sends a query of a failed batch again, alone (with its own Sync); once the pipeline has ended, to the pool. */
   private readonly again = (query: PreparedQuery): Promise<QueryResult> => {
     if (this.ended) return this.toPool(query);
@@ -160,7 +161,6 @@ class Lane {
     this.submit(alone);
     return result;
   };
-  private ended = false;
 
   constructor(
     private readonly open: () => Client,
@@ -363,14 +363,15 @@ class Batch extends Query {
     // The batch's messages in one buffer and one write (through node-postgres' `connection.parse()` and the like,
     // each message is a write of its own, gathered by corking: 0.97x the CPU per flow this way).
     const messages: Buffer[] = [];
-    const parsing = new Set<string>();
+    // The statements this batch parses (a connection's first batches only).
+    let parsing: Set<string> | undefined;
     for (const item of this.items) {
       const { name, text } = item.query;
-      if (parsed[name] === undefined && !parsing.has(name)) {
+      if (parsed[name] === undefined && !parsing?.has(name)) {
         if (submitted[name] === undefined) {
           messages.push(serialize.parse({ name, text }));
           submitted[name] = text;
-          parsing.add(name);
+          (parsing ??= new Set()).add(name);
           item.parses = true;
           this.shapes.delete(name);
         } else {

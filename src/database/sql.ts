@@ -110,7 +110,8 @@ export interface SqlResult<Row> {
  * only bind and execute (measured on the code flow's four statements: 1.04 -> 0.61-0.80 ms of PostgreSQL CPU per
  * flow). It goes to the pool's pipeline (`PgPipeline` in pg-pipeline.ts), a connection that takes the statements of
  * many requests without waiting for each answer, a turn's statements as one transaction (each answers once that is
- * committed, and one that fails fails alone); {@link atomic} takes a pooled connection for its transaction. (Behind PgBouncer this needs its support of prepared statements in transaction mode, 1.21+ with
+ * committed, and one that fails fails alone); {@link atomic} takes a pooled connection for its transaction. (Behind
+ * PgBouncer this needs its support of prepared statements in transaction mode, 1.21+ with
  * `max_prepared_statements`.) On SQLite it is prepared once per connection; a write runs in the connection's group
  * commit ({@link SqliteGroupCommit}): the hot writes of a turn of the event loop, and of the next turns while they
  * bring more, share a transaction, and each answers once that is committed.
