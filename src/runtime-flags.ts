@@ -1,8 +1,9 @@
 import { setFlagsFromString } from 'node:v8';
 
 /**
- * V8 settings of the server process, set before the application allocates anything (main.ts imports this first).
- * They are V8 flags, which `NODE_OPTIONS` does not take, so they live here rather than in package.json's `config`.
+ * V8 settings of the server process, set before the application's modules load (main.ts imports this first).
+ * `NODE_OPTIONS` takes only an allow-list of V8 flags, which does not include these, so they live here rather than
+ * in package.json's `config`; they apply to `npm start`, the image and the bench alike.
  *
  * `--no-allocation-site-pretenuring`: V8 moves an allocation site's objects straight to the old generation once most
  * of them survived a scavenge. On PostgreSQL the driver's objects (a batch, its bound messages, the rows of its
