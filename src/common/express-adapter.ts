@@ -13,8 +13,8 @@ import { indexStaticRoutes } from './static-routes';
  * Subclasses, built the ordinary way: earlier, plain functions calling Node's constructors on the new object (with
  * Express's objects as their prototypes) made V8 size each response for the few properties such a function sets
  * itself; the forty-odd that Node's constructor then added turned every response into a dictionary (slow property
- * lookups and stores through the whole request: fixed, 0.95x the CPU per code flow and 1.03x the flows/s on
- * PostgreSQL, pairs in both orders).
+ * lookups and stores through the whole request). Fixed: 0.94-0.97x the CPU per code flow and 1.02-1.05x the flows/s
+ * on PostgreSQL (pairs in both orders).
  */
 function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
   class ExpressRequest extends http.IncomingMessage {}
