@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { discoverMigrations } from './migrations';
+import { ListenedClient } from './pg-client';
 import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
 import { SnakeNamingStrategy } from './snake-naming.strategy';
 
@@ -53,6 +54,8 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
     type: 'postgres',
     url: config.database.url,
     extra: {
+      // Every pooled connection listens for its own `error` (see ListenedClient): none can end the process.
+      Client: ListenedClient,
       max: 10,
       connectionTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,

@@ -206,9 +206,9 @@ export class SqlRunner {
       });
     }
     const client = await this.pool().connect();
+    const changed: number[] = [];
     try {
       await client.query('BEGIN');
-      const changed: number[] = [];
       for (const { text, values, onlyIfChanged, name } of compiled) {
         if (onlyIfChanged && !changed.at(-1)) {
           changed.push(0);
@@ -219,13 +219,17 @@ export class SqlRunner {
         changed.push(result.rowCount ?? 0);
       }
       await client.query('COMMIT');
-      return changed;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A connection that cannot roll back (it was lost) goes back with the error, and the pool closes it.
+      const broken = await client.query('ROLLBACK').then(
+        () => undefined,
+        (rollback: unknown) => rollback as Error,
+      );
+      client.release(broken);
       throw error instanceof QueryFailedError ? error : new QueryFailedError('atomic writes', [], error as Error);
-    } finally {
-      client.release();
     }
+    client.release();
+    return changed;
   }
 
   /** The driver's pool, read at each call: a reconnected data source has a new one. */
