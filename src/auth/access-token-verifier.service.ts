@@ -83,7 +83,7 @@ export class AccessTokenVerifier {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, jti, exp, iat, gty, aud, act } = payload as JWTPayload & Record<string, unknown>;
+    const { sub, client_id: clientId, scope, gid, gcid, jti, exp, iat, gty, aud, act } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -94,7 +94,8 @@ export class AccessTokenVerifier {
       typeof iat !== 'number' ||
       (gty !== undefined && gty !== CLIENT_CREDENTIALS_CLAIM.gty) ||
       (gty === CLIENT_CREDENTIALS_CLAIM.gty && sub !== clientId) ||
-      (act !== undefined && !isActClaim(act))
+      (act !== undefined && !isActClaim(act)) ||
+      (gcid !== undefined && typeof gcid !== 'string')
     ) {
       throw new InvalidAccessTokenError('missing claims');
     }
@@ -102,6 +103,7 @@ export class AccessTokenVerifier {
     const kind = gty === CLIENT_CREDENTIALS_CLAIM.gty ? 'client' : 'user';
     const principal: AuthPrincipal = { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] };
     if (act !== undefined) principal.act = act as ActClaim;
+    if (gcid !== undefined) principal.grantClientId = gcid as string;
     return { principal, kid };
   }
 }

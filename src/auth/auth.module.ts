@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
 import { AuthConfig } from './auth.config';
@@ -23,6 +24,7 @@ import { RouteAccessCheck } from './route-access.check';
   imports: [AppConfigModule.forFeature(AuthConfig), DiscoveryModule, KeysModule, PassportModule, TypeOrmModule.forFeature([RevokedGrant])],
   controllers: [ProtectedResourceMetadataController],
   providers: [
+    SqlRunner,
     RevokedGrantsService,
     AccessTokenVerifier,
     BearerStrategy,

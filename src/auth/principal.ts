@@ -37,4 +37,9 @@ export interface AuthPrincipal {
   aud: string | string[];
   /** Set on a token from a token exchange (RFC 8693): the actor, and the chain of earlier ones. */
   act?: ActClaim;
+  /**
+   * Set on a token from a token exchange (claim `gcid`): the client of the grant it was exchanged from, whose
+   * deletion ends it as it ends that client's own tokens.
+   */
+  grantClientId?: string;
 }

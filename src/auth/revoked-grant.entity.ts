@@ -3,7 +3,7 @@ import { EpochMsColumn } from '../database/columns';
 
 @Entity('revoked_grants')
 export class RevokedGrant {
-  @PrimaryColumn({ type: 'varchar', length: 36 })
+  @PrimaryColumn({ type: 'varchar', length: 300 })
   grantId: string;
 
   @EpochMsColumn()

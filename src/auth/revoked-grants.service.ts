@@ -1,28 +1,32 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { LessThan, MoreThan, type Repository } from 'typeorm';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppConfig } from '../config/app-config';
-import { Statement, type Write } from '../database/sql';
+import { SqlRunner, Statement, type Write, epochMs } from '../database/sql';
 import { AuthConfig } from './auth.config';
 import { CLOCK_SKEW_SECONDS } from '../keys/signing-keys.service';
+import { GrantIdTable, isUuid } from './grant-id-table';
 import type { AuthPrincipal } from './principal';
-import { RevokedGrant } from './revoked-grant.entity';
 
-/**
- * The ids of revoked grants whose access tokens may still be unexpired, held in memory and refreshed from the
- * database every REVOCATION_SYNC_SECONDS, so that the resource server rejects them without a query per request.
- */
 /** The `gid` of a client's client-credentials tokens is this prefix and the client id. */
 export const CLIENT_CREDENTIALS_GRANT_PREFIX = 'cc:';
 /**
- * The tokens a client obtained by token exchange (RFC 8693) carry the person's grant as `gid`; this prefix and the
- * client id is the second entry they are checked against, put on the list when the client is deleted.
+ * Entries that revoke every token of one subject issued up to the revocation, whatever its grant: one row for a
+ * deleted client (its grants' tokens, its client-credentials tokens, the tokens it or others obtained by exchanging
+ * them) or a deleted person, however many grants they had.
  */
+const CLIENT_PREFIX = 'client:';
+const USER_PREFIX = 'user:';
+/** Rows of an earlier version: every token a client obtained by token exchange until then (now a client entry). */
 const EXCHANGED_TOKENS_PREFIX = 'tx:';
 
-/** The revoked-list entry of every token `clientId` obtained by token exchange until now. */
-export function exchangedTokensId(clientId: string): string {
-  return `${EXCHANGED_TOKENS_PREFIX}${clientId}`;
+/** The revoked-list entry of every token of a client (deleted) issued until now. */
+export function clientTokensId(clientId: string): string {
+  return `${CLIENT_PREFIX}${clientId}`;
+}
+
+/** The revoked-list entry of every token of a person (deleted) issued until now. */
+export function userTokensId(userId: string): string {
+  return `${USER_PREFIX}${userId}`;
 }
 
 interface Revocation {
@@ -30,20 +34,53 @@ interface Revocation {
   until: number;
 }
 
+interface RevokedRow {
+  grant_id: string;
+  revoked_at: string | number;
+  expires_at: string | number;
+}
+
 /** Revoked again (a client's client-credentials tokens): the later time counts. */
 const UPSERT_REVOKED_GRANT = new Statement(`
   INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
   ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`);
+/**
+ * The entries revoked since a point (`revoked_at`, then `grant_id`), a page at a time: the sync reads only what is
+ * new, and a page is parsed and applied within a turn of the event loop. Pooled: a page holds many rows.
+ */
+const SYNC_PAGE = new Statement(
+  `SELECT grant_id, revoked_at, expires_at FROM revoked_grants
+   WHERE (revoked_at, grant_id) > (:sinceAt, :sinceId) AND expires_at > :now
+   ORDER BY revoked_at, grant_id LIMIT :limit`,
+  { pooled: true },
+);
+const PAGE_ROWS = 1_000;
+/**
+ * Each sync reads again the entries of this last stretch before the newest it has seen: another instance's
+ * transaction may commit an entry stamped a moment before one already read (clocks and commit order differ).
+ */
+const LOOKBACK_MS = 60_000;
 
+/**
+ * The revoked list: the grants (and whole clients and people) whose access tokens may still be unexpired, held in
+ * memory so that the resource server rejects them without a query per request. Filled once at start, then every
+ * REVOCATION_SYNC_SECONDS with what is new in the database (the rows revoked since the newest seen, a page at a
+ * time, yielding between pages). Grant ids live in a {@link GrantIdTable} (outside the JavaScript heap); the few
+ * whole-client and whole-person entries in a map.
+ */
 @Injectable()
 export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RevokedGrantsService.name);
-  /** Grant id -> when it was revoked and until when its access tokens could still be unexpired (epoch ms). */
-  private revoked = new Map<string, Revocation>();
+  private readonly grants = new GrantIdTable();
+  /** Entries that are not a grant id (client, person, client credentials), by their id: when and until when. */
+  private readonly subjects = new Map<string, Revocation>();
+  /** The newest entry read (its `revoked_at` and id): the next sync starts {@link LOOKBACK_MS} before it. */
+  private newestAt = 0;
   private timer: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> | undefined;
 
   constructor(
-    @InjectRepository(RevokedGrant) private readonly repo: Repository<RevokedGrant>,
+    private readonly db: SqlRunner,
     private readonly config: AppConfig,
     private readonly authConfig: AuthConfig,
   ) {}
@@ -58,74 +95,102 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     if (this.timer) clearInterval(this.timer);
   }
 
+  /** Entries held: grant ids (expired ones not dropped yet included) and whole-subject entries. */
+  get size(): number {
+    return this.grants.size + this.subjects.size;
+  }
+
   /**
    * Whether an access token of `grantId` issued at `issuedAt` (seconds) is revoked. A revoked grant's tokens all
    * are, whenever issued (one still in flight on another instance included). A client's client-credentials
    * "grant" ({@link CLIENT_CREDENTIALS_GRANT_PREFIX}) lives on: only its tokens issued up to the revocation are.
    */
   isRevoked(grantId: string, issuedAt: number): boolean {
-    const revocation = this.revoked.get(grantId);
-    if (revocation === undefined || revocation.until <= Date.now()) return false;
-    const untilNow = grantId.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) || grantId.startsWith(EXCHANGED_TOKENS_PREFIX);
-    return !untilNow || issuedAt * 1000 <= revocation.at;
+    if (isUuid(grantId)) return this.grants.has(grantId, Math.floor(Date.now() / 1000));
+    return this.revokedUntilNow(grantId, issuedAt);
   }
 
   /**
-   * Whether an access token is revoked: its grant ({@link isRevoked}), and for a token from a token exchange (it
-   * has `act`) also every such token of its client ({@link exchangedTokensId}: the client was deleted).
+   * Whether an access token is revoked: its grant ({@link isRevoked}), every token of its client, of the client
+   * whose grant it was exchanged from, or of its person (deleted), and for a token from an exchange by an earlier
+   * version, that version's entry of its client.
    */
-  isTokenRevoked(token: Pick<AuthPrincipal, 'grantId' | 'iat' | 'clientId' | 'act'>): boolean {
+  isTokenRevoked(token: Pick<AuthPrincipal, 'kind' | 'sub' | 'grantId' | 'iat' | 'clientId' | 'grantClientId' | 'act'>): boolean {
     if (this.isRevoked(token.grantId, token.iat)) return true;
-    return token.act !== undefined && this.isRevoked(exchangedTokensId(token.clientId), token.iat);
+    if (this.subjects.size === 0) return false;
+    return (
+      this.revokedUntilNow(clientTokensId(token.clientId), token.iat) ||
+      (token.grantClientId !== undefined && this.revokedUntilNow(clientTokensId(token.grantClientId), token.iat)) ||
+      (token.kind === 'user' && this.revokedUntilNow(userTokensId(token.sub), token.iat)) ||
+      (token.act !== undefined && this.revokedUntilNow(`${EXCHANGED_TOKENS_PREFIX}${token.clientId}`, token.iat))
+    );
+  }
+
+  /** Whether a whole-subject entry `id` revokes a token issued at `issuedAt` (seconds). */
+  private revokedUntilNow(id: string, issuedAt: number): boolean {
+    const revocation = this.subjects.get(id);
+    return revocation !== undefined && revocation.until > Date.now() && issuedAt * 1000 <= revocation.at;
   }
 
   /**
-   * A grant's revocation as one of a group of atomic writes ({@link SqlRunner.atomic}); once they are committed,
-   * {@link applied} makes it count here at once (other instances see it within REVOCATION_SYNC_SECONDS).
+   * A revocation as one of a group of atomic writes ({@link SqlRunner.atomic}): a grant id, or an entry of
+   * {@link clientTokensId} / {@link userTokensId}. Once they are committed, {@link applied} makes it count here at
+   * once (other instances see it within REVOCATION_SYNC_SECONDS).
    */
-  revocationWrite(grantId: string, now: number): Write {
-    return { statement: UPSERT_REVOKED_GRANT, params: { grantId, now, expiresAt: this.expiryOf(now) } };
+  revocationWrite(id: string, now: number): Write {
+    return { statement: UPSERT_REVOKED_GRANT, params: { grantId: id, now, expiresAt: this.expiryOf(now) } };
   }
 
-  applied(grantIds: string[], now: number): void {
-    for (const id of grantIds) this.revoked.set(id, { at: now, until: this.expiryOf(now) });
+  applied(ids: string[], now: number): void {
+    for (const id of ids) this.apply(id, now, this.expiryOf(now));
   }
 
-  /** Until when a grant revoked at `now` stays on the list: its access tokens' longest life. */
+  /** Until when an entry made at `now` stays on the list: its access tokens' longest life. */
   expiryOf(now: number): number {
     return now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
   }
 
-  /** Records grants as revoked and applies it here at once. */
-  async revoke(grantIds: string[]): Promise<void> {
-    if (grantIds.length === 0) return;
+  /** Records entries (a few: a client's, a person's) as revoked and applies them here at once. */
+  async revoke(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
     const now = Date.now();
-    const expiresAt = this.expiryOf(now);
-    // Revoked again (a client's client-credentials tokens): the later time counts.
-    await this.repo
-      .createQueryBuilder()
-      .insert()
-      .values(grantIds.map((grantId) => ({ grantId, revokedAt: now, expiresAt })))
-      .orUpdate(['revoked_at', 'expires_at'], ['grant_id'])
-      .execute();
-    this.applied(grantIds, now);
+    await this.db.atomic(ids.map((id) => this.revocationWrite(id, now)));
+    this.applied(ids, now);
   }
 
-  async sync(): Promise<void> {
+  private apply(id: string, at: number, until: number): void {
+    if (isUuid(id)) {
+      this.grants.set(id, Math.ceil(until / 1000), Math.floor(Date.now() / 1000));
+      return;
+    }
+    const known = this.subjects.get(id);
+    // Revoked again (a client's client-credentials tokens): the later time counts.
+    if (!known || known.at < at) this.subjects.set(id, { at, until });
+  }
+
+  /** Reads the entries revoked since the last sync (at start: every live one); one sync at a time. */
+  sync(): Promise<void> {
+    this.syncing ??= this.readNew().finally(() => (this.syncing = undefined));
+    return this.syncing;
+  }
+
+  private async readNew(): Promise<void> {
     try {
       const now = Date.now();
-      const rows = await this.repo.find({
-        where: { expiresAt: MoreThan(now) },
-        select: { grantId: true, revokedAt: true, expiresAt: true },
-      });
-      const next = new Map(rows.map((r) => [r.grantId, { at: r.revokedAt, until: r.expiresAt }]));
-      // Keep local revocations a concurrent sync may not have seen yet (or a later one of the same id).
-      for (const [id, local] of this.revoked) {
-        const synced = next.get(id);
-        if (local.until > now && (!synced || synced.at < local.at)) next.set(id, local);
+      let sinceAt = Math.max(0, this.newestAt - LOOKBACK_MS);
+      let sinceId = '';
+      for (;;) {
+        const { rows } = await this.db.run<RevokedRow>(SYNC_PAGE, { now, sinceAt, sinceId, limit: PAGE_ROWS });
+        for (const row of rows) this.apply(row.grant_id, epochMs(row.revoked_at), epochMs(row.expires_at));
+        const last = rows.at(-1);
+        if (last) this.newestAt = Math.max(this.newestAt, epochMs(last.revoked_at));
+        if (!last || rows.length < PAGE_ROWS) break;
+        sinceAt = epochMs(last.revoked_at);
+        sinceId = last.grant_id;
+        // The next page in a later turn: a long list never holds the event loop.
+        await nextTurn();
       }
-      this.revoked = next;
-      if (Math.random() < 0.02) await this.repo.delete({ expiresAt: LessThan(now) });
+      for (const [id, revocation] of this.subjects) if (revocation.until <= now) this.subjects.delete(id);
     } catch (error) {
       this.logger.warn(`could not refresh revoked grants: ${(error as Error).message}`);
     }

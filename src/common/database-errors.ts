@@ -23,7 +23,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
     if (
       typeof e.message === 'string' &&
-      /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connection timeout/i.test(e.message)
+      /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connection timeout/i.test(
+        e.message,
+      )
     ) {
       return true;
     }

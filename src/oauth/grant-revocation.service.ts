@@ -7,7 +7,7 @@ import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { RevokedGrantsService, exchangedTokensId } from '../auth/revoked-grants.service';
+import { RevokedGrantsService, clientTokensId, userTokensId } from '../auth/revoked-grants.service';
 import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
 import { Grant } from './entities/grant.entity';
@@ -70,12 +70,12 @@ export class GrantRevocationService {
   }
 
   /**
-   * Before a client is deleted (which deletes its grants): the access tokens of its grants, those it obtained for
-   * itself (client credentials) and those it obtained by token exchange are put on the revoked list.
+   * Before a client is deleted (which deletes its grants): every access token issued to it until now — of its
+   * grants, for itself (client credentials), by token exchange — and every token exchanged from its grants, as
+   * one entry of the revoked list however many grants it had.
    */
   async revokeClientGrants(clientId: string): Promise<void> {
-    const rows = await this.grants.find({ where: { clientId }, select: { id: true } });
-    await this.revoked.revoke([...rows.map((row) => row.id), clientCredentialsGrantId(clientId), exchangedTokensId(clientId)]);
+    await this.revoked.revoke([clientTokensId(clientId)]);
   }
 
   /** The client-credentials tokens a client obtained until now (e.g. when its secret is replaced). */
@@ -83,10 +83,9 @@ export class GrantRevocationService {
     await this.revoked.revoke([clientCredentialsGrantId(clientId)]);
   }
 
-  /** Before a user is deleted (which deletes its grants), its access tokens are put on the revoked list. */
+  /** Before a user is deleted (which deletes its grants): every access token of theirs until now, as one entry. */
   @OnEvent(USER_DELETING, { promisify: true, suppressErrors: false })
   async onUserDeleting(event: UserDeletingEvent): Promise<void> {
-    const rows = await this.grants.find({ where: { userId: event.userId }, select: { id: true } });
-    await this.revoked.revoke(rows.map((row) => row.id));
+    await this.revoked.revoke([userTokensId(event.userId)]);
   }
 }

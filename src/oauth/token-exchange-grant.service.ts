@@ -59,6 +59,12 @@ function audiences(aud: string | string[]): string[] {
   return typeof aud === 'string' ? [aud] : aud;
 }
 
+/** The client whose grant an exchanged token comes from, when it is not the exchanging client. */
+function grantClientOf(subject: AuthPrincipal, clientId: string): string | undefined {
+  const grantClient = subject.grantClientId ?? subject.clientId;
+  return grantClient === clientId ? undefined : grantClient;
+}
+
 function actorCount(act: ActClaim | undefined): number {
   return act === undefined ? 0 : 1 + actorCount(act.act);
 }
@@ -138,6 +144,7 @@ export class TokenExchangeGrantService {
       clientId: client.id,
       scope,
       grantId: subject.grantId,
+      grantClientId: grantClientOf(subject, client.id),
       audience,
       act,
       notAfter: subject.exp,

@@ -74,6 +74,8 @@ export interface AccessTokenClaims {
   audience?: string | string[];
   /** RFC 8693 4.1: the actor of a token from a token exchange. */
   act?: ActClaim;
+  /** The client of the grant a token exchange started from, when not `clientId` (claim `gcid`). */
+  grantClientId?: string;
   /** Expiry (seconds since the epoch) when earlier than the usual lifetime's end: an exchanged token never outlives its subject token. */
   notAfter?: number;
 }
@@ -146,6 +148,7 @@ export class TokenIssuer {
         gid: claims.grantId,
         ...(claims.clientCredentials ? CLIENT_CREDENTIALS_CLAIM : {}),
         ...(claims.act ? { act: claims.act } : {}),
+        ...(claims.grantClientId ? { gcid: claims.grantClientId } : {}),
         iat,
         exp,
         jti,

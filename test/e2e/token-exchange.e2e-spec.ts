@@ -526,6 +526,41 @@ describe('token exchange (RFC 8693) for delegation', () => {
       expect((await introspect(agent, billingToken)).body.active).toBe(true);
     });
 
+    it("ends the tokens other clients exchanged from a deleted client's grants (one revoked-list entry for the client)", async () => {
+      const adminToken = await t.token((await t.createUser({ role: 'admin' })).id, ['clients:admin']);
+      const app = await registerClient(t, {
+        name: 'Retired app',
+        trusted: true,
+        grantTypes: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE_GRANT],
+        resources: [BILLING],
+      });
+      const billing = await resourceServer('Billing of the retired app', [BILLING]);
+      const issued = await issueTokens(t, { client: app, scope: 'users:read orders:read' });
+      const appsBillingToken = await exchanged(app, issued.access, { resource: BILLING });
+      const heldByBilling = await exchanged(billing, appsBillingToken, { resource: t.config.audience });
+      // The grant's client rides along, through every exchange after the first.
+      expect((await claimsOf(heldByBilling, t.config.audience)).gcid).toBe(app.client_id);
+      expect((await claimsOf(appsBillingToken, BILLING)).gcid).toBeUndefined();
+      const others = await personsTokens();
+      expect(await resourceStatus(t, heldByBilling)).toBe(200);
+
+      const deleted = await t
+        .http()
+        .delete(`/admin/clients/${app.client_id}`)
+        .set(...bearer(adminToken));
+      expect(deleted.status).toBe(204);
+      expect(await resourceStatus(t, heldByBilling)).toBe(401);
+      expect(await resourceStatus(t, issued.access)).toBe(401);
+      expect((await introspect(billing, heldByBilling)).body).toEqual({ active: false });
+      expect(await resourceStatus(t, others.access)).toBe(200);
+      const entries = await t.app
+        .get(SqlRunner)
+        .run<{ grant_id: string }>(sql`SELECT grant_id FROM revoked_grants WHERE grant_id LIKE :pattern`, {
+          pattern: `%${app.client_id}%`,
+        });
+      expect(entries.rows.map((row) => row.grant_id)).toEqual([`client:${app.client_id}`]);
+    });
+
     it('ends the exchanged token when the person revokes the app on the connected-apps page', async () => {
       const issued = await personsTokens();
       const exchangedToken = await exchanged(agent, issued.access, { resource: BILLING });

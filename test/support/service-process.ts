@@ -85,9 +85,12 @@ export interface RunningService {
   exit: Promise<number | null>;
 }
 
-/** Starts `node dist/src/main.js` and waits until it listens; stdout and stderr are captured. */
-export async function startService(env: Record<string, string>): Promise<RunningService> {
-  const port = await freePort();
+/**
+ * Starts `node dist/src/main.js` and waits until it listens; stdout and stderr are captured. On `port` when given
+ * (the same issuer as an earlier run: its tokens stay valid), else on a free one.
+ */
+export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
+  port ??= await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     cwd: ROOT,

@@ -1,0 +1,124 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Driver, demoFrom } from '../support/live-service';
+import { ROOT, type RunningService, buildOnce, startService } from '../support/service-process';
+import { type TestDatabase, createTestDatabase } from '../support/test-app';
+
+/**
+ * A million revoked grants within the access tokens' lifetime (a mass revocation, one grant at a time), under the
+ * heap limit `npm start` sets: the service reads them without holding its event loop long, keeps serving, and
+ * starts again with them on the list. The aim is 50 ms; measured on SQLite, the longest stall while they are read
+ * is 43-63 ms, on PostgreSQL 69-80 ms (the pages themselves take a few ms; the rest is not yet accounted for); the
+ * bar here is 250 ms, so that a busy CI machine does not fail it (the old full reload stalled 1.9 s at 50,000 rows).
+ */
+const ROWS = 1_000_000;
+const MAX_STALL_SECONDS = 0.25;
+const { nodeOptions } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).config as { nodeOptions: string };
+
+/** Inserts `ROWS` revoked grants (random UUIDs, revoked in the last minutes, live for 15 more) straight into the database. */
+async function insertRevokedGrants(db: TestDatabase, now: number): Promise<void> {
+  const expiresAt = now + 15 * 60_000;
+  if (db.url.startsWith('sqlite:')) {
+    const sqlite = new Database(db.url.slice('sqlite:'.length), { timeout: 30_000 });
+    sqlite
+      .prepare(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+         INSERT INTO revoked_grants (grant_id, revoked_at, expires_at)
+         SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-7' || substr(hex(randomblob(2)), 2) || '-' ||
+                hex(randomblob(2)) || '-' || hex(randomblob(6))), ? - 300000 + i / 10, ? FROM n`,
+      )
+      .run(ROWS, now, expiresAt);
+    sqlite.close();
+    return;
+  }
+  const client = new Client({ connectionString: db.url });
+  await client.connect();
+  await client.query(
+    `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at)
+     SELECT gen_random_uuid()::text, $2::bigint - 300000 + i / 10, $3::bigint FROM generate_series(1, $1::int) i`,
+    [ROWS, now, expiresAt],
+  );
+  await client.end();
+}
+
+async function metric(service: RunningService, name: string): Promise<number> {
+  const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  if (!line) throw new Error(`no ${name} in /metrics`);
+  return Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describe('a million revoked grants', () => {
+  let db: TestDatabase;
+  let service: RunningService | undefined;
+  const env = () => ({
+    DATABASE_URL: db.url,
+    NODE_OPTIONS: nodeOptions,
+    REVOCATION_SYNC_SECONDS: '1',
+    RATE_LIMIT_LOGIN: '100000',
+    RATE_LIMIT_TOKEN: '100000',
+    LOG_LEVEL: 'warn',
+  });
+  const stop = async () => {
+    service?.child.kill('SIGTERM');
+    await service?.exit;
+    service = undefined;
+  };
+
+  beforeAll(async () => {
+    buildOnce();
+    db = await createTestDatabase();
+  }, 120_000);
+  afterAll(async () => {
+    await stop();
+    await db?.drop();
+  });
+
+  it('are read without stalling the service, under its heap limit, and are still on the list after a restart', async () => {
+    service = await startService(env());
+    const driver = new Driver(service.baseUrl, demoFrom(service.output()));
+    const revoked = await driver.step();
+    const kept = await driver.step();
+    const resource = (token: string) => fetch(`${service!.baseUrl}/api/resource`, { headers: { authorization: `Bearer ${token}` } });
+    const externalBefore = await metric(service, 'nodejs_external_memory_bytes');
+
+    await insertRevokedGrants(db, Date.now());
+    // The next syncs read them: the grant table outside the heap grows by 40 MB or more once they are all in.
+    let stall = 0;
+    let external = externalBefore;
+    const deadline = Date.now() + 60_000;
+    while (external - externalBefore < 40_000_000 && Date.now() < deadline) {
+      stall = Math.max(stall, await metric(service, 'nodejs_eventloop_lag_max_seconds'));
+      external = await metric(service, 'nodejs_external_memory_bytes');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    stall = Math.max(stall, await metric(service, 'nodejs_eventloop_lag_max_seconds'));
+    console.log(`revoked list: ${ROWS} rows read, longest event-loop stall ${(stall * 1000).toFixed(0)} ms`);
+    expect(external - externalBefore).toBeGreaterThanOrEqual(40_000_000);
+    expect(stall).toBeLessThan(MAX_STALL_SECONDS);
+    expect(service.child.exitCode).toBeNull();
+    expect(await metric(service, 'nodejs_heap_size_used_bytes')).toBeLessThan(96 * 1024 * 1024);
+
+    // The list works at that size: one more revocation counts, a token of another grant still does.
+    const revocation = await fetch(`${service.baseUrl}/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: driver.basicAuthorization },
+      body: new URLSearchParams({ token: revoked.refresh_token }),
+    });
+    expect(revocation.status).toBe(200);
+    expect((await resource(revoked.access_token)).status).toBe(401);
+    expect((await resource(kept.access_token)).status).toBe(200);
+
+    // A restart reads the whole list before it serves, within the same heap limit.
+    const port = Number(new URL(service.baseUrl).port);
+    await stop();
+    service = await startService(env(), port);
+    expect((await resource(revoked.access_token)).status).toBe(401);
+    expect((await resource(kept.access_token)).status).toBe(200);
+    expect(await metric(service, 'nodejs_heap_size_used_bytes')).toBeLessThan(96 * 1024 * 1024);
+    expect(service.output()).not.toMatch(/heap out of memory/);
+  }, 240_000);
+});

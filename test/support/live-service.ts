@@ -1,0 +1,117 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { orderBody } from './factories';
+
+/** The built service driven from outside, as a browser and the demo client would: for the process-level suites. */
+
+export interface Demo {
+  password: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+export function demoFrom(output: string): Demo {
+  const password = /admin login:\s+admin@example\.com \/ (\S+)/.exec(output)?.[1];
+  const clientId = /client_id:\s+(\S+)/.exec(output)?.[1];
+  const clientSecret = /client_secret:\s+(\S+)/.exec(output)?.[1];
+  if (!password || !clientId || !clientSecret) throw new Error(`no demo data in output:\n${output}`);
+  return { password, clientId, clientSecret };
+}
+
+const cookieOf = (res: Response, name: string) =>
+  res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .find((c) => c.startsWith(`${name}=`));
+
+/** An answer that is not the flow's: what the load loop records. */
+export interface Failure {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export class Unexpected extends Error {
+  constructor(readonly failure: Failure) {
+    super(`${failure.status} ${failure.body.slice(0, 200)}`);
+  }
+}
+
+async function expectStatus(res: Response, status: number): Promise<Response> {
+  if (res.status !== status) {
+    throw new Unexpected({ status: res.status, contentType: res.headers.get('content-type') ?? '', body: await res.text() });
+  }
+  return res;
+}
+
+/** One browser with a login session and the demo client: code flow, refresh rotation, an order, as one loop step. */
+export class Driver {
+  private session = '';
+  constructor(
+    private readonly baseUrl: string,
+    private readonly demo: Demo,
+  ) {}
+
+  get basicAuthorization(): string {
+    return `Basic ${Buffer.from(`${encodeURIComponent(this.demo.clientId)}:${encodeURIComponent(this.demo.clientSecret)}`).toString('base64')}`;
+  }
+
+  async login(): Promise<void> {
+    const form = await expectStatus(await fetch(`${this.baseUrl}/login?return_to=%2F`, { redirect: 'manual' }), 200);
+    const html = await form.text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1];
+    const res = await fetch(`${this.baseUrl}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: [cookieOf(form, 'login_csrf'), this.session].filter(Boolean).join('; '),
+      },
+      body: new URLSearchParams({ email: 'admin@example.com', password: this.demo.password, csrf, return_to: '/' }),
+    });
+    await expectStatus(res, 303);
+    this.session = cookieOf(res, 'oauth_session') ?? this.session;
+  }
+
+  private async token(form: Record<string, string>): Promise<{ access_token: string; refresh_token: string }> {
+    const res = await fetch(`${this.baseUrl}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: this.basicAuthorization },
+      body: new URLSearchParams(form),
+    });
+    return (await (await expectStatus(res, 200)).json()) as { access_token: string; refresh_token: string };
+  }
+
+  /** A login (a reauthentication after the first), a code flow, a refresh rotation and an order; the rotated tokens. */
+  async step(): Promise<{ access_token: string; refresh_token: string }> {
+    // A login in a browser that has a session is a reauthentication (one transaction with its audit event).
+    await this.login();
+    const verifier = randomBytes(32).toString('base64url');
+    const redirectUri = `${this.baseUrl}/demo/callback`;
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: this.demo.clientId,
+      redirect_uri: redirectUri,
+      scope: 'users:read orders:read orders:write',
+      state: 'st',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    });
+    const authorize = await fetch(`${this.baseUrl}/authorize?${query}`, { redirect: 'manual', headers: { cookie: this.session } });
+    await expectStatus(authorize, 302);
+    const code = new URL(authorize.headers.get('location')!).searchParams.get('code');
+    if (!code) {
+      this.session = '';
+      throw new Error(`no code: ${authorize.headers.get('location')}`);
+    }
+    const tokens = await this.token({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
+    const rotated = await this.token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
+    const sub = JSON.parse(Buffer.from(rotated.access_token.split('.')[1], 'base64url').toString()).sub as string;
+    const order = await fetch(`${this.baseUrl}/users/${sub}/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rotated.access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(orderBody({ item: 'restart' })),
+    });
+    await expectStatus(order, 201);
+    return rotated;
+  }
+}
