@@ -1,12 +1,17 @@
 /** A scope name, such as `orders:read`. Each feature module defines its own with {@link defineScopes}. */
 export type Scope = string;
 
-const registry = new Map<Scope, string>();
+const registry = new Map<Scope, { description: string; role?: string }>();
 
 export interface ScopeDefinition {
   name: string;
   /** What the consent page and the OpenAPI document say the scope allows. */
   description: string;
+  /**
+   * The role a person must have for a token to carry the scope (`admin`): for anyone else `/authorize` leaves it
+   * out (consent page, grant, token), token exchange refuses it, and clients do not get it by default.
+   */
+  role?: string;
 }
 
 /**
@@ -17,10 +22,10 @@ export interface ScopeDefinition {
  */
 export function defineScopes<const T extends Record<string, ScopeDefinition>>(scopes: T): { readonly [K in keyof T]: T[K]['name'] } {
   const names: Record<string, string> = {};
-  for (const [key, { name, description }] of Object.entries(scopes)) {
+  for (const [key, { name, description, role }] of Object.entries(scopes)) {
     if (!/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(name)) throw new Error(`scope "${name}" has characters RFC 6749 3.3 does not allow`);
     if (registry.has(name)) throw new Error(`scope "${name}" is defined twice`);
-    registry.set(name, description);
+    registry.set(name, role === undefined ? { description } : { description, role });
     names[key] = name;
   }
   return names as { readonly [K in keyof T]: T[K]['name'] };
@@ -48,5 +53,30 @@ export function isScope(value: string): boolean {
 
 /** The consent-page wording of a scope (its name when it has none). */
 export function scopeDescription(name: Scope): string {
-  return registry.get(name) ?? name;
+  return registry.get(name)?.description ?? name;
+}
+
+/** The role a scope is bound to, if any (see {@link ScopeDefinition.role}). */
+export function scopeRole(name: Scope): string | undefined {
+  return registry.get(name)?.role;
+}
+
+/** What a client is given when its registration names no scope: every scope bound to no role. */
+export function defaultClientScope(): string {
+  return allScopes()
+    .filter((scope) => scopeRole(scope) === undefined)
+    .join(' ');
+}
+
+/** Whether any of `scopes` is bound to a role. */
+export function hasRoleBoundScope(scopes: readonly Scope[]): boolean {
+  return scopes.some((scope) => scopeRole(scope) !== undefined);
+}
+
+/** The scopes a person with `role` (undefined: no such person) may hold: the others are left out. */
+export function scopesForRole(scopes: readonly Scope[], role: string | undefined): Scope[] {
+  return scopes.filter((scope) => {
+    const bound = scopeRole(scope);
+    return bound === undefined || bound === role;
+  });
 }

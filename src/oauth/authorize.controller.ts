@@ -5,7 +5,8 @@ import type { Request, Response } from 'express';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
-import { scopeDescription } from '../auth/scopes';
+import { hasRoleBoundScope, scopeDescription, scopesForRole } from '../auth/scopes';
+import { UsersService } from '../users/users.service';
 import { MAX_LOGIN_HINT_LENGTH } from './oidc.scopes';
 import { CodeGrantService, type CodeRequest } from './code-grant.service';
 import { choseOwnRedirectUris } from './clients.service';
@@ -30,6 +31,7 @@ export class AuthorizeController {
     private readonly consents: ConsentService,
     private readonly pages: OAuthPages,
     private readonly metadataDocuments: ClientMetadataDocuments,
+    private readonly users: UsersService,
   ) {}
 
   @Get()
@@ -129,7 +131,9 @@ export class AuthorizeController {
     // A client known only by its metadata document's URL is asked about every time: what that URL serves may have
     // changed hands since the person last allowed it.
     const forceConsent = prompt.has('consent') || request.client.metadataDocument !== null;
-    if (request.client.trusted && !forceConsent && request.hintedUser === null) {
+    // A scope bound to a role needs the person's role: the path that reads the session first.
+    const roleBound = hasRoleBoundScope(request.scope.split(' '));
+    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
       if (code === undefined) this.loginNeeded(req, res, request);
@@ -143,6 +147,23 @@ export class AuthorizeController {
       this.loginNeeded(req, res, request);
       return;
     }
+    const granted = await this.withGrantableScope(request, session.userId);
+    if (!granted) {
+      this.noGrantableScope(res, request);
+      return;
+    }
+    await this.consentOrCode(req, res, granted, session, forceConsent);
+  }
+
+  /** With a session: the code at once when nothing needs asking, else the consent page (or prompt=none's error). */
+  private async consentOrCode(
+    req: Request,
+    res: Response,
+    request: ValidRequest,
+    session: CurrentSession,
+    forceConsent: boolean,
+  ): Promise<void> {
+    const { prompt } = request;
     const requested = request.scope.split(' ');
     const consented = session.consented ?? new Set<string>();
     // Step-up: what the person allowed this client before is not asked again; prompt=consent asks for everything.
@@ -208,8 +229,14 @@ export class AuthorizeController {
       sendHtml(res, 403, this.pages.error('Request refused', 'The consent form is not valid any more. Start again.'));
       return;
     }
-    const request = await this.validator.validate(params);
-    if (this.answeredError(request, res, 303) || request.kind !== 'valid') return;
+    const validated = await this.validator.validate(params);
+    if (this.answeredError(validated, res, 303) || validated.kind !== 'valid') return;
+    // The form may have been changed: scopes bound to a role the person lacks are left out here too.
+    const request = await this.withGrantableScope(validated, session.userId);
+    if (!request) {
+      this.noGrantableScope(res, validated, 303);
+      return;
+    }
     if (decision === 'allow') {
       // A client known by its metadata document gets its row now that a person allows it (codes and consent name it).
       if (request.client.metadataDocument !== null) await this.metadataDocuments.persist(request.client, auditContextOf(req));
@@ -231,6 +258,24 @@ export class AuthorizeController {
       return;
     }
     sendHtml(res, 400, this.pages.error('Invalid request', 'Choose Allow or Deny.'));
+  }
+
+  /**
+   * The request with the scopes the person may hold (RFC 6749 3.3: the server may grant less than asked, and the
+   * token's and the response's `scope` say what it granted): a scope bound to a role the person lacks is left out
+   * of the consent page, the grant and the token. Undefined when nothing is left.
+   */
+  private async withGrantableScope(request: ValidRequest, userId: string): Promise<ValidRequest | undefined> {
+    const requested = request.scope.split(' ');
+    if (!hasRoleBoundScope(requested)) return request;
+    const grantable = scopesForRole(requested, await this.users.roleOf(userId));
+    if (grantable.length === 0) return undefined;
+    return grantable.length === requested.length ? request : { ...request, scope: grantable.join(' ') };
+  }
+
+  private noGrantableScope(res: Response, request: ValidRequest, status: 302 | 303 = 302): void {
+    const error = { error: 'invalid_scope', error_description: 'The requested scopes need a role the user does not have.' };
+    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { ...error, state: request.state }));
   }
 
   /**

@@ -9,10 +9,13 @@ import type { Write } from '../database/sql';
 import { CONTROL_CHARACTER } from '../common/text';
 import { Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
-import { allScopes, isScope } from '../auth/scopes';
+import { allScopes, defaultClientScope, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataConfig } from './cimd/client-metadata.config';
+import { AppConfig } from '../config/app-config';
+import { OAuthConfig } from './oauth.config';
+import { isLoopbackRedirectUri } from './redirect-uris';
 import { ClientAssertionVerifier, JWT_BEARER_ASSERTION_TYPE, assertionSubject } from './client-assertion';
 import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from './client-jwks';
 
@@ -358,17 +361,35 @@ export class ClientsService {
     private readonly audit: AuditService,
     private readonly metadataDocuments: ClientMetadataConfig,
     private readonly assertions: ClientAssertionVerifier,
-  ) {}
+    appConfig: AppConfig,
+    oauthConfig: OAuthConfig,
+  ) {
+    this.plainHttpRefused = appConfig.production && !oauthConfig.allowHttpRedirectUris;
+  }
+
+  /** RFC 9700 2.1: in production, no plain-http redirect URI but on a loopback address (ALLOW_HTTP_REDIRECT_URIS lifts it). */
+  private readonly plainHttpRefused: boolean;
+
+  /** `uris` (checked already), unless one is plain http on another host than loopback where that is refused. */
+  private transportChecked(uris: string[], option = '--redirect-uri'): string[] {
+    const plain = this.plainHttpRefused ? uris.find((uri) => new URL(uri).protocol === 'http:' && !isLoopbackRedirectUri(uri)) : undefined;
+    if (plain !== undefined) {
+      throw new InvalidClientInputError(
+        `${option} "${plain}" must be https when NODE_ENV=production (plain http only on a loopback address; ALLOW_HTTP_REDIRECT_URIS=1 allows it)`,
+      );
+    }
+    return uris;
+  }
 
   async create(input: CreateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     const name = checkedName(input.name, '--name');
     const grantTypes = checkedGrantTypes(input.grantTypes, Boolean(input.isPublic));
-    const redirectUris = redirectUrisFor(grantTypes, input.redirectUris);
+    const redirectUris = this.transportChecked(redirectUrisFor(grantTypes, input.redirectUris));
     // A service acting as itself gets exactly the scopes named for it, never "every scope" by default.
     if (grantTypes.includes('client_credentials') && input.scope === undefined) {
       throw new InvalidClientInputError('--scope is required with --grant client_credentials (the scopes the service may use as itself)');
     }
-    const scope = checkedScope(input.scope ?? allScopes().join(' '));
+    const scope = checkedScope(input.scope ?? defaultClientScope());
     if (input.trusted && input.registrationTokenHash) throw new InvalidClientInputError('a registered client is never trusted');
     if (input.trusted && !grantTypes.includes('authorization_code')) {
       throw new InvalidClientInputError('--trusted only skips the consent page, which needs --grant authorization_code');
@@ -385,7 +406,10 @@ export class ClientsService {
       grantTypes,
       refreshGraceSeconds: checkedGrace(input.refreshGraceSeconds, grantTypes),
       resources: checkedResources(input.resources),
-      postLogoutRedirectUris: checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
+      postLogoutRedirectUris: this.transportChecked(
+        checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
+        '--post-logout-redirect-uri',
+      ),
       isPublic: Boolean(input.isPublic),
       trusted: Boolean(input.trusted),
       registrationTokenHash: input.registrationTokenHash ?? null,
@@ -421,9 +445,12 @@ export class ClientsService {
       );
     }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
-    if (changes.redirectUris !== undefined) client.redirectUris = checkedRedirectUris(changes.redirectUris);
+    if (changes.redirectUris !== undefined) client.redirectUris = this.transportChecked(checkedRedirectUris(changes.redirectUris));
     if (changes.postLogoutRedirectUris !== undefined) {
-      client.postLogoutRedirectUris = checkedPostLogoutRedirectUris(changes.postLogoutRedirectUris);
+      client.postLogoutRedirectUris = this.transportChecked(
+        checkedPostLogoutRedirectUris(changes.postLogoutRedirectUris),
+        '--post-logout-redirect-uri',
+      );
     }
     const details = {
       changed: Object.keys(changes)
@@ -464,10 +491,13 @@ export class ClientsService {
     const changes = {
       name,
       grantTypes,
-      redirectUris: redirectUrisFor(grantTypes, input.redirectUris),
-      scope: checkedScope(input.scope ?? allScopes().join(' ')),
+      redirectUris: this.transportChecked(redirectUrisFor(grantTypes, input.redirectUris)),
+      scope: checkedScope(input.scope ?? defaultClientScope()),
       refreshGraceSeconds: grantTypes.includes('refresh_token') ? found.refreshGraceSeconds : 0,
-      postLogoutRedirectUris: checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
+      postLogoutRedirectUris: this.transportChecked(
+        checkedPostLogoutRedirectUris(input.postLogoutRedirectUris),
+        '--post-logout-redirect-uri',
+      ),
       // A private_key_jwt client registers its keys anew with the rest (RFC 7592 2.2: the request replaces all).
       ...(found.tokenEndpointAuthMethod === 'private_key_jwt'
         ? keySettingsFor({ ...input, tokenEndpointAuthMethod: 'private_key_jwt', isPublic: false, redirectUris: [] })

@@ -1,6 +1,6 @@
 import type { AuditContext } from '../audit/audit-events';
 import { Injectable } from '@nestjs/common';
-import { allScopes, isScope } from '../auth/scopes';
+import { allScopes, defaultClientScope, isScope } from '../auth/scopes';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../common/text';
 import { AppConfig } from '../config/app-config';
 import { ClientsService, InvalidClientInputError } from './clients.service';
@@ -250,7 +250,7 @@ export class RegistrationService {
       throw metadataError('client_name must be one line of 1 to 100 characters.');
     }
 
-    const scopeValue = fields.scope ?? allScopes().join(' ');
+    const scopeValue = fields.scope ?? defaultClientScope();
     if (typeof scopeValue !== 'string') throw metadataError('scope must be a space-separated string.');
     const scopes = scopeValue.split(' ').filter(Boolean);
     if (scopes.length === 0 || scopes.some((s) => !isScope(s))) throw metadataError(`scope must be a subset of: ${allScopes().join(' ')}.`);

@@ -3,6 +3,8 @@ import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { ActClaim, AuthPrincipal } from '../auth/principal';
+import { hasRoleBoundScope, scopesForRole } from '../auth/scopes';
+import { UsersService } from '../users/users.service';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import { SqlRunner, Statement } from '../database/sql';
@@ -88,6 +90,7 @@ export class TokenExchangeGrantService {
     private readonly config: AppConfig,
     private readonly audit: AuditService,
     private readonly db: SqlRunner,
+    private readonly users: UsersService,
   ) {}
 
   async exchange(client: Client, request: TokenExchangeRequest, context: AuditContext): Promise<TokenResponse> {
@@ -112,6 +115,11 @@ export class TokenExchangeGrantService {
 
     const audience = this.target(client, request, subject);
     const scope = exchangedScope(client, subject, request.scope);
+    // A scope bound to a role the person does not have (now) is refused, whatever the subject token carries.
+    const scopes = scope.split(' ');
+    if (hasRoleBoundScope(scopes) && scopesForRole(scopes, await this.users.roleOf(subject.sub)).length !== scopes.length) {
+      throw new OAuthError('invalid_scope', 'The scope needs a role the person does not have.');
+    }
     const act: ActClaim = {
       sub: actor?.sub ?? client.id,
       client_id: actor?.clientId ?? client.id,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
@@ -44,8 +45,24 @@ async function insertRevokedGrants(db: TestDatabase, now: number): Promise<void>
   await client.end();
 }
 
+/** GET /metrics on a connection of its own (no race with the server closing an idle kept-alive one). */
+function metricsText(service: RunningService): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = get(`${service.baseUrl}/metrics`, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve(body));
+      res.on('error', reject);
+    });
+    req.on('error', (error) =>
+      reject(new Error(`GET /metrics failed (${String(error)}); exit code ${service.child.exitCode}:\n${service.output().slice(-3000)}`)),
+    );
+  });
+}
+
 async function metric(service: RunningService, name: string): Promise<number> {
-  const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+  const text = await metricsText(service);
   const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
   if (!line) throw new Error(`no ${name} in /metrics`);
   return Number(line.slice(line.lastIndexOf(' ') + 1));

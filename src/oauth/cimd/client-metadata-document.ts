@@ -1,4 +1,4 @@
-import { allScopes, isScope } from '../../auth/scopes';
+import { defaultClientScope, isScope } from '../../auth/scopes';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
 import type { GrantType } from '../entities/client.entity';
 import { selfAssertedRedirectUriProblem } from '../redirect-uris';
@@ -98,7 +98,7 @@ export function clientMetadataOf(url: string, body: unknown): ClientMetadata {
   const responseTypes = stringList(fields, 'response_types');
   if (responseTypes !== undefined && responseTypes.some((r) => r !== 'code')) fail('response_types may only hold code');
 
-  let scope = allScopes().join(' ');
+  let scope = defaultClientScope();
   if (fields.scope !== undefined) {
     if (typeof fields.scope !== 'string') fail('scope must be a space-separated string');
     const known = [...new Set(fields.scope.split(' ').filter((s) => isScope(s)))];
