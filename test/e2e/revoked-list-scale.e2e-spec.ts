@@ -11,12 +11,12 @@ import { type TestDatabase, createTestDatabase } from '../support/test-app';
 /**
  * A million revoked grants within the access tokens' lifetime (a mass revocation, one grant at a time), under the
  * heap limit `npm start` sets: the service reads them without holding its event loop long, keeps serving, and
- * starts again with them on the list. The aim is 50 ms; measured on SQLite, the longest stall while they are read
- * is 43-63 ms, on PostgreSQL 69-80 ms (the pages themselves take a few ms; the rest is not yet accounted for); the
- * bar here is 250 ms, so that a busy CI machine does not fail it (the old full reload stalled 1.9 s at 50,000 rows).
+ * starts again with them on the list. The aim is 50 ms at most; measured, the longest stall while they are read is
+ * 23-34 ms on an idle machine and up to 48 ms with another suite running (SQLite and PostgreSQL alike). The bar
+ * here is twice the aim, so that a busy CI machine does not fail it (the old full reload stalled 1.9 s at 50,000).
  */
 const ROWS = 1_000_000;
-const MAX_STALL_SECONDS = 0.25;
+const MAX_STALL_SECONDS = 0.1;
 const { nodeOptions } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).config as { nodeOptions: string };
 
 /** Inserts `ROWS` revoked grants (random UUIDs, revoked in the last minutes, live for 15 more) straight into the database. */
@@ -103,18 +103,18 @@ describe('a million revoked grants', () => {
     const externalBefore = await metric(service, 'nodejs_external_memory_bytes');
 
     await insertRevokedGrants(db, Date.now());
-    // The next syncs read them: the grant table outside the heap grows by 40 MB or more once they are all in.
+    // The next syncs read them: the grant table outside the heap grows by 20 MB or more once they are all in.
     let stall = 0;
     let external = externalBefore;
     const deadline = Date.now() + 60_000;
-    while (external - externalBefore < 40_000_000 && Date.now() < deadline) {
+    while (external - externalBefore < 20_000_000 && Date.now() < deadline) {
       stall = Math.max(stall, await metric(service, 'nodejs_eventloop_lag_max_seconds'));
       external = await metric(service, 'nodejs_external_memory_bytes');
       await new Promise((r) => setTimeout(r, 250));
     }
     stall = Math.max(stall, await metric(service, 'nodejs_eventloop_lag_max_seconds'));
     console.log(`revoked list: ${ROWS} rows read, longest event-loop stall ${(stall * 1000).toFixed(0)} ms`);
-    expect(external - externalBefore).toBeGreaterThanOrEqual(40_000_000);
+    expect(external - externalBefore).toBeGreaterThanOrEqual(20_000_000);
     expect(stall).toBeLessThan(MAX_STALL_SECONDS);
     expect(service.child.exitCode).toBeNull();
     expect(await metric(service, 'nodejs_heap_size_used_bytes')).toBeLessThan(96 * 1024 * 1024);
