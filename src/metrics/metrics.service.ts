@@ -67,6 +67,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly prunedRows = new Counter({
+    name: 'pruned_rows_total',
+    help: 'Rows the retention job deleted (expired codes, ended grants and their refresh tokens, sessions, ...), by table',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   constructor(
     private readonly config: MetricsConfig,
     dataSource: DataSource,
@@ -107,6 +114,10 @@ export class MetricsService {
 
   rateLimitRefused(bucket: RateLimitBucket): void {
     this.rateLimitRefusals.inc({ bucket });
+  }
+
+  rowsPruned(table: string, rows: number): void {
+    this.prunedRows.inc({ table }, rows);
   }
 
   private seriesOf(method: string, route: string, status: number): RequestSeries {

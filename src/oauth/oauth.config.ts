@@ -2,18 +2,21 @@ import { type Env, wholeSeconds } from '../config/env';
 
 /** The authorization server's lifetimes (seconds). */
 export class OAuthConfig {
-  static readonly variables = ['REFRESH_TOKEN_TTL', 'AUTH_CODE_TTL', 'SESSION_TTL', 'ALLOW_HTTP_REDIRECT_URIS'] as const;
+  static readonly variables = ['REFRESH_TOKEN_TTL', 'AUTH_CODE_TTL', 'SESSION_TTL', 'ALLOW_HTTP_REDIRECT_URIS', 'PRUNE_INTERVAL_SECONDS'] as const;
   /** Absolute lifetime of a refresh-token family: rotation never extends it. */
   readonly refreshTokenTtl: number;
   readonly authCodeTtl: number;
   readonly sessionTtl: number;
   /** `ALLOW_HTTP_REDIRECT_URIS=1`: plain-http redirect URIs on other hosts than loopback even in production (a lab). */
   readonly allowHttpRedirectUris: boolean;
+  /** How often one instance deletes what nothing can use any more (see RetentionService); 0: never. */
+  readonly pruneIntervalSeconds: number;
 
   constructor(env: Env) {
     this.refreshTokenTtl = wholeSeconds(env, 'REFRESH_TOKEN_TTL', 2_592_000);
     this.authCodeTtl = wholeSeconds(env, 'AUTH_CODE_TTL', 60);
     this.sessionTtl = wholeSeconds(env, 'SESSION_TTL', 28_800);
+    this.pruneIntervalSeconds = wholeSeconds(env, 'PRUNE_INTERVAL_SECONDS', 600, 0);
     this.allowHttpRedirectUris = env.ALLOW_HTTP_REDIRECT_URIS === '1' || env.ALLOW_HTTP_REDIRECT_URIS === 'true';
   }
 }

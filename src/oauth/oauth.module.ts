@@ -5,6 +5,7 @@ import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
+import { RetentionService } from './retention.service';
 import { KeysModule } from '../keys/keys.module';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { UsersModule } from '../users/users.module';
@@ -118,6 +119,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     RegistrationService,
     UserInfoService,
     ClientMetadataDocuments,
+    RetentionService,
     oauthPagesProvider,
   ],
   exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],

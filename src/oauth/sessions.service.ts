@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThan, type Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { Session } from './entities/session.entity';
@@ -98,7 +98,6 @@ export class SessionsService {
         params: { id: session.id, userId, csrfToken: session.csrfToken, now, expiresAt: session.expiresAt, sid: session.sid },
       },
     ]);
-    if (Math.random() < 0.01) void this.sessions.delete({ expiresAt: LessThan(now) }).catch(() => undefined);
     return { session, secret };
   }
 

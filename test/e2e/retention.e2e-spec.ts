@@ -1,0 +1,155 @@
+import { Client as PgClient } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqlRunner, sql } from '../../src/database/sql';
+import { RetentionService } from '../../src/oauth/retention.service';
+import { NO_RATE_LIMITS, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+const ACCESS_TOKEN_TTL = 900;
+const HOUR = 3_600_000;
+
+const COUNT_GRANT = sql`SELECT COUNT(*) AS n FROM grants WHERE id = :id`;
+const COUNT_REFRESH = sql`SELECT COUNT(*) AS n FROM refresh_tokens WHERE grant_id = :id`;
+const COUNT_CODES = sql`SELECT COUNT(*) AS n FROM authorization_codes WHERE grant_id = :id`;
+const COUNT_SESSIONS = sql`SELECT COUNT(*) AS n FROM sessions WHERE user_id = :id`;
+const COUNT_JTIS = sql`SELECT COUNT(*) AS n FROM client_assertion_jtis WHERE client_id = :id`;
+const COUNT_REVOKED = sql`SELECT COUNT(*) AS n FROM revoked_grants WHERE grant_id = :id`;
+const END_GRANT = sql`UPDATE grants SET expires_at = :at WHERE id = :id`;
+const EXPIRE_CODES = sql`UPDATE authorization_codes SET expires_at = :at WHERE grant_id = :id`;
+const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id = :id`;
+const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
+const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)`;
+
+/**
+ * Retention: what nothing can use any more is deleted — codes past their replay window, ended grants with their
+ * refresh tokens and codes, expired sessions, used client-assertion ids, revoked-list entries past every token's
+ * life — in batches, while everything still in use stays and keeps working.
+ */
+describe('the retention job', () => {
+  let t: TestApp;
+  let db: SqlRunner;
+  const count = async (statement: ReturnType<typeof sql>, id: string) =>
+    Number((await db.one<{ n: number | string }>(statement, { id }))!.n);
+
+  beforeAll(async () => {
+    // No timer: the test runs the job itself.
+    t = await createTestApp({ ...NO_RATE_LIMITS, ACCESS_TOKEN_TTL: String(ACCESS_TOKEN_TTL), PRUNE_INTERVAL_SECONDS: '0' });
+    db = t.app.get(SqlRunner);
+  });
+  afterAll(() => t.close());
+
+  it('deletes what has ended, keeps what is in use, and counts it in pruned_rows_total', async () => {
+    const client = await registerClient(t, { trusted: true });
+    const now = Date.now();
+    const longAgo = now - ACCESS_TOKEN_TTL * 1000 - HOUR;
+
+    // In use: a live grant with a rotated and a live refresh token; its code, expired long ago, goes.
+    const live = await issueTokens(t, { client });
+    const liveGrant = decodeJwt(live.access).payload.gid as string;
+    const liveRotated = await token(t, client, { grant_type: 'refresh_token', refresh_token: live.refresh });
+    expect(liveRotated.status).toBe(200);
+    await db.run(EXPIRE_CODES, { id: liveGrant, at: longAgo });
+
+    // Ended: a grant past its end for longer than an access token lives, with its refresh tokens and code.
+    const ended = await issueTokens(t, { client });
+    const endedGrant = decodeJwt(ended.access).payload.gid as string;
+    const endedRotated = await token(t, client, { grant_type: 'refresh_token', refresh_token: ended.refresh });
+    expect(endedRotated.status).toBe(200);
+    await db.run(END_GRANT, { id: endedGrant, at: longAgo });
+    // Ended a moment ago: its last access tokens may live on, so it stays.
+    const justEnded = await issueTokens(t, { client });
+    const justEndedGrant = decodeJwt(justEnded.access).payload.gid as string;
+    await db.run(END_GRANT, { id: justEndedGrant, at: now - 1_000 });
+
+    // Sessions: an expired one goes, a live one stays.
+    const gone = await signedIn(t);
+    const kept = await signedIn(t);
+    await db.run(EXPIRE_SESSIONS, { id: gone.user.id, at: now - 1_000 });
+
+    // Revoked-list entries: one past its tokens' life goes, a fresh one stays.
+    const revoked = await issueTokens(t, { client });
+    const revokedGrant = decodeJwt(revoked.access).payload.gid as string;
+    const stillRevoked = await issueTokens(t, { client });
+    const stillRevokedGrant = decodeJwt(stillRevoked.access).payload.gid as string;
+    for (const tokens of [revoked, stillRevoked]) {
+      expect(
+        (await t.http().post('/revoke').auth(client.client_id, client.client_secret!).type('form').send({ token: tokens.refresh })).status,
+      ).toBe(200);
+    }
+    await db.run(EXPIRE_REVOKED, { id: revokedGrant, at: now - 1_000 });
+
+    // Used client-assertion ids: more expired ones than one batch deletes, and one still live.
+    const expiredJtis = 2_500;
+    for (let i = 0; i < expiredJtis; i++)
+      await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: `expired-${i}`, expiresAt: now - 1_000 });
+    await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: 'live', expiresAt: now + HOUR });
+
+    const deleted = await t.app.get(RetentionService).prune(now);
+    expect(deleted).toEqual({
+      authorization_codes: 2,
+      refresh_tokens: 2,
+      grants: 1,
+      sessions: 1,
+      client_assertion_jtis: expiredJtis,
+      revoked_grants: 1,
+    });
+
+    expect(await count(COUNT_GRANT, endedGrant)).toBe(0);
+    expect(await count(COUNT_REFRESH, endedGrant)).toBe(0);
+    expect(await count(COUNT_CODES, endedGrant)).toBe(0);
+    expect(await count(COUNT_GRANT, liveGrant)).toBe(1);
+    expect(await count(COUNT_REFRESH, liveGrant)).toBe(2);
+    expect(await count(COUNT_CODES, liveGrant)).toBe(0);
+    expect(await count(COUNT_GRANT, justEndedGrant)).toBe(1);
+    expect(await count(COUNT_SESSIONS, gone.user.id)).toBe(0);
+    expect(await count(COUNT_SESSIONS, kept.user.id)).toBe(1);
+    expect(await count(COUNT_REVOKED, revokedGrant)).toBe(0);
+    expect(await count(COUNT_REVOKED, stillRevokedGrant)).toBe(1);
+    expect(await count(COUNT_JTIS, client.client_id)).toBe(1);
+
+    // What stays still works; what went is gone for its holder too.
+    const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: liveRotated.body.refresh_token });
+    expect(refreshed.status).toBe(200);
+    expectOAuthError(
+      await token(t, client, { grant_type: 'refresh_token', refresh_token: endedRotated.body.refresh_token }),
+      400,
+      'invalid_grant',
+    );
+    expect((await kept.browser.get('/account/apps')).status).toBe(200);
+
+    const metrics = await t.http().get('/metrics');
+    expect(metrics.text).toContain('pruned_rows_total{table="grants"} 1');
+    expect(metrics.text).toContain(`pruned_rows_total{table="client_assertion_jtis"} ${expiredJtis}`);
+
+    // A second run finds nothing more.
+    expect(await t.app.get(RetentionService).prune(now)).toEqual({
+      authorization_codes: 0,
+      refresh_tokens: 0,
+      grants: 0,
+      sessions: 0,
+      client_assertion_jtis: 0,
+      revoked_grants: 0,
+    });
+  }, 120_000);
+
+  it('runs on one instance at a time: while another holds the lock (PostgreSQL), it deletes nothing', async () => {
+    const client = await registerClient(t, { trusted: true });
+    await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: 'expired', expiresAt: Date.now() - 1_000 });
+    if (!db.postgres) {
+      // SQLite is one process's file: no lock to take, the run deletes it.
+      expect((await t.app.get(RetentionService).prune()).client_assertion_jtis).toBe(1);
+      return;
+    }
+    const other = new PgClient({ connectionString: t.databaseUrl });
+    await other.connect();
+    try {
+      await other.query(`SELECT pg_advisory_lock(x'6f61757468707266'::bigint)`);
+      expect(await t.app.get(RetentionService).prune()).toEqual({});
+      expect(await count(COUNT_JTIS, client.client_id)).toBe(1);
+      await other.query(`SELECT pg_advisory_unlock(x'6f61757468707266'::bigint)`);
+      expect((await t.app.get(RetentionService).prune()).client_assertion_jtis).toBe(1);
+    } finally {
+      await other.end();
+    }
+  });
+});
