@@ -2,7 +2,13 @@ import { type Env, wholeSeconds } from '../config/env';
 
 /** The authorization server's lifetimes (seconds). */
 export class OAuthConfig {
-  static readonly variables = ['REFRESH_TOKEN_TTL', 'AUTH_CODE_TTL', 'SESSION_TTL', 'ALLOW_HTTP_REDIRECT_URIS', 'PRUNE_INTERVAL_SECONDS'] as const;
+  static readonly variables = [
+    'REFRESH_TOKEN_TTL',
+    'AUTH_CODE_TTL',
+    'SESSION_TTL',
+    'ALLOW_HTTP_REDIRECT_URIS',
+    'PRUNE_INTERVAL_SECONDS',
+  ] as const;
   /** Absolute lifetime of a refresh-token family: rotation never extends it. */
   readonly refreshTokenTtl: number;
   readonly authCodeTtl: number;
