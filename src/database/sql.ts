@@ -1,8 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool, QueryResult } from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, QueryFailedError } from 'typeorm';
+import { isDatabaseUnavailable } from '../common/database-errors';
 import { pipelineOf } from './pg-pipeline';
 import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
+
+/**
+ * How long {@link SqlRunner.oneOrOutcome} waits for the database to answer again after a lost connection, to tell
+ * whether a write committed (a server restart takes a second or two).
+ */
+const OUTCOME_WAIT_MS = 5_000;
 
 /** One placeholder syntax for both databases: `:name` (a `::` cast is left alone). */
 const PLACEHOLDER = /(?<!:):([A-Za-z_][A-Za-z0-9_]*)/g;
@@ -240,6 +248,39 @@ export class SqlRunner {
   /** The first row, if any. */
   async one<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<Row | undefined> {
     return (await this.run<Row>(statement, params)).rows[0];
+  }
+
+  /**
+   * {@link one} for a write whose outcome can be read back by a key it wrote (a new token's hash, an event's id).
+   * When the connection is lost before the answer, the database may still have committed it: `outcome` (the same
+   * row, read by that key) is then read on a pooled connection as soon as the database answers again, within
+   * {@link OUTCOME_WAIT_MS}. A row found is the answer (the client is told what happened, and its retry is not
+   * taken for a replay); none means the write did not commit, and the connection's error is thrown (503: a retry
+   * is safe). On PostgreSQL only: SQLite's writes are in process.
+   */
+  async oneOrOutcome<Row = Record<string, unknown>>(
+    statement: Statement,
+    params: Record<string, unknown>,
+    outcome: Statement,
+  ): Promise<Row | undefined> {
+    try {
+      return await this.one<Row>(statement, params);
+    } catch (error) {
+      if (!this.postgres || !isDatabaseUnavailable(error)) throw error;
+      const { text, values } = bindValues(outcome, params, true);
+      const deadline = Date.now() + OUTCOME_WAIT_MS;
+      for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
+        try {
+          this.dataSource.logger.logQuery(text, values);
+          const found = (await this.pool().query({ text, values })).rows[0] as Row | undefined;
+          if (found === undefined) throw error;
+          return found;
+        } catch (again) {
+          if (again === error || !isDatabaseUnavailable(again) || Date.now() + wait > deadline) throw error;
+          await sleep(wait);
+        }
+      }
+    }
   }
 
   private async runPrepared<Row>(statement: Statement, text: string, values: unknown[]): Promise<SqlResult<Row>> {

@@ -152,6 +152,19 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     FROM passed
     RETURNING 1)
   SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued, EXISTS (SELECT 1 FROM audit) AS audited FROM code`);
+/**
+ * What {@link CONSUME_CODE_AND_ISSUE} returned, read back by what it wrote (the code consumed at this request's
+ * time, its event, its refresh token): when the connection is lost before its answer, the redemption may have
+ * committed (see SqlRunner.oneOrOutcome).
+ */
+const CONSUMED_OUTCOME = new Statement(`
+  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce,
+    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid,
+    EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = :refreshHash) AS issued,
+    EXISTS (SELECT 1 FROM audit_events WHERE id = :auditId) AS audited
+  FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
+  WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now`);
 const FIND_CODE = sql`SELECT grant_id, client_id, user_id FROM authorization_codes WHERE code_hash = :codeHash`;
 
 interface ConsumedCode {
@@ -282,19 +295,23 @@ export class CodeGrantService {
     let decided: { grant?: GrantRef; refused?: OAuthError } = {};
     if (this.db.postgres) {
       refresh = this.issuer.newRefreshToken();
-      row = await this.db.one<ConsumedCode>(CONSUME_CODE_AND_ISSUE, {
-        now,
-        codeHash,
-        clientId: client.id,
-        refreshHash: refresh.hash,
-        challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
-        redirectUri: input.redirectUri ?? null,
-        registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
-        withRefresh,
-        requested: requestedResources.join(' '),
-        api: this.resources.api,
-        ...AuditService.params(event),
-      });
+      row = await this.db.oneOrOutcome<ConsumedCode>(
+        CONSUME_CODE_AND_ISSUE,
+        {
+          now,
+          codeHash,
+          clientId: client.id,
+          refreshHash: refresh.hash,
+          challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
+          redirectUri: input.redirectUri ?? null,
+          registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
+          withRefresh,
+          requested: requestedResources.join(' '),
+          api: this.resources.api,
+          ...AuditService.params(event),
+        },
+        CONSUMED_OUTCOME,
+      );
     } else {
       // One unit of the group commit: the code's consumption and, when its checks pass, the event with the refresh
       // token (for a client allowed the refresh-token grant). A refused code stays consumed; if storing what it

@@ -59,6 +59,16 @@ const ROTATE_AND_ISSUE = new Statement(`
     FROM issued)
   SELECT live.* FROM live WHERE EXISTS (SELECT 1 FROM issued)`);
 
+/**
+ * What {@link ROTATE_AND_ISSUE} returned, read back by the successor it stored: when the connection is lost before
+ * its answer, the rotation may have committed (see SqlRunner.oneOrOutcome).
+ */
+const ROTATED_OUTCOME = new Statement(`
+  SELECT r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid
+  FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
+  WHERE r.token_hash = :nextHash AND r.client_id = :clientId`);
+
 interface RefreshTokenRow {
   grant_id: string;
   client_id: string;
@@ -115,7 +125,7 @@ export class RefreshGrantService {
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (this.db.postgres && requestedScope === undefined && resource === undefined) {
       const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, ...AuditService.params(event) };
-      const rotated = await this.db.one<RotatedRow>(ROTATE_AND_ISSUE, params);
+      const rotated = await this.db.oneOrOutcome<RotatedRow>(ROTATE_AND_ISSUE, params, ROTATED_OUTCOME);
       if (rotated) {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);

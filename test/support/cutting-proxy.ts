@@ -1,0 +1,79 @@
+import { type Server, type Socket, connect, createServer } from 'node:net';
+
+/** PostgreSQL's ReadyForQuery message, less its status byte: the end of a transaction's answer. */
+const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
+
+interface Cut {
+  marker: Buffer;
+  /** `after-commit`: the server's answer (up to ReadyForQuery) is swallowed; `before-server`: the request is. */
+  when: 'after-commit' | 'before-server';
+  done: () => void;
+}
+
+/**
+ * A TCP proxy in front of a PostgreSQL server that can cut one connection at a chosen moment: the connection that
+ * sends a given marker (a value bound to a statement) is closed either once the server has answered it (so the
+ * statement committed and the client never hears so) or before the request reaches the server.
+ */
+export class CuttingProxy {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private cut: Cut | undefined;
+  port = 0;
+
+  constructor(private readonly targetPort: number) {
+    this.server = createServer((client) => this.accept(client));
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /** Arms one cut; resolves once it happened. */
+  cutOnce(marker: string, when: Cut['when']): Promise<void> {
+    return new Promise((done) => (this.cut = { marker: Buffer.from(marker), when, done }));
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private accept(client: Socket): void {
+    const upstream = connect(this.targetPort, '127.0.0.1');
+    this.sockets.add(client).add(upstream);
+    let marked: Cut | undefined;
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('data', (chunk: Buffer) => {
+      const cut = this.cut;
+      if (!marked && cut && chunk.includes(cut.marker)) {
+        this.cut = undefined;
+        marked = cut;
+        if (cut.when === 'before-server') {
+          end();
+          cut.done();
+          return;
+        }
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!marked) {
+        client.write(chunk);
+        return;
+      }
+      if (chunk.includes(READY_FOR_QUERY)) {
+        end();
+        marked.done();
+      }
+    });
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  }
+}
