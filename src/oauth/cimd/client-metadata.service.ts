@@ -3,6 +3,7 @@ import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import { CachedFailure, RemoteCache } from '../../common/safe-fetch/remote-cache';
 import { SafeFetchError, SafeFetcher } from '../../common/safe-fetch/safe-fetcher';
+import { hashSecret } from '../secrets';
 import { SqlRunner, sql } from '../../database/sql';
 import { ClientsService } from '../clients.service';
 import type { Client } from '../entities/client.entity';
@@ -43,7 +44,7 @@ const UPDATE_CLIENT = sql`
 @Injectable()
 export class ClientMetadataDocuments {
   private readonly cache: RemoteCache<Readonly<Client>, undefined>;
-  /** Per URL client, the document this instance last made sure its row holds (a bounded memo). */
+  /** Per URL client, a SHA-256 of the document this instance last made sure its row holds (a bounded memo). */
   private readonly written = new Map<string, string>();
 
   constructor(
@@ -90,7 +91,9 @@ export class ClientMetadataDocuments {
    */
   async persist(client: Readonly<Client>, context: AuditContext): Promise<void> {
     const document = client.metadataDocument;
-    if (document === null || this.written.get(client.id) === document) return;
+    if (document === null) return;
+    const digest = hashSecret(document);
+    if (this.written.get(client.id) === digest) return;
     const now = Date.now();
     const params = {
       id: client.id,
@@ -122,7 +125,7 @@ export class ClientMetadataDocuments {
       this.clients.forget(client.id);
     }
     if (this.written.size >= MAX_WRITTEN && !this.written.has(client.id)) this.written.delete(this.written.keys().next().value!);
-    this.written.set(client.id, document);
+    this.written.set(client.id, digest);
   }
 }
 
