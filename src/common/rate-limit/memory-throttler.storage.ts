@@ -1,8 +1,12 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
+import { LRUCache } from 'lru-cache';
 
 /** What `increment` answers (the throttler does not export the type from its entry point). */
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
+
+/** Windows kept at most: about 15 MB of heap when full. */
+export const MAX_WINDOWS = 100_000;
 
 interface Window {
   hits: number;
@@ -12,10 +16,11 @@ interface Window {
 /**
  * Rate-limit counters in this process (no REDIS_URL): a fixed window per key, as the Redis storage counts them,
  * so one instance and several behave alike. A hit costs one map lookup, where the throttler's default storage
- * filters the key's whole list of hit times on every request. Ended windows are swept once a minute.
+ * filters the key's whole list of hit times on every request. Ended windows are swept once a minute, and at most
+ * {@link MAX_WINDOWS} are kept (the least recently hit go first): a flood of new addresses cannot fill the heap.
  */
 export class MemoryThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
-  private readonly windows = new Map<string, Window>();
+  private readonly windows = new LRUCache<string, Window>({ max: MAX_WINDOWS });
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(sweepEveryMs = 60_000) {
@@ -38,7 +43,8 @@ export class MemoryThrottlerStorage implements ThrottlerStorage, OnApplicationSh
   }
 
   private sweep(now: number): void {
-    for (const [id, window] of this.windows) if (window.endsAt <= now) this.windows.delete(id);
+    const ended = [...this.windows.entries()].filter(([, window]) => window.endsAt <= now).map(([id]) => id);
+    for (const id of ended) this.windows.delete(id);
   }
 
   onApplicationShutdown(): void {
