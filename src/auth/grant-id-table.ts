@@ -99,9 +99,10 @@ export class GrantIdTable {
     if (this.previous) this.moveSome(MOVE_PER_SET, nowSeconds);
   }
 
+  /** Updates the entry in the table being replaced, if it is there and not passed over yet (an expired one is). */
   private updated(slots: Slots, words: Uint32Array, untilSeconds: number): boolean {
     const slot = slots.find(words, 0);
-    if (slot < 0) return false;
+    if (slot < this.moved) return false;
     slots.until[slot] = Math.max(slots.until[slot], untilSeconds);
     return true;
   }

@@ -16,6 +16,11 @@ export const CLIENT_CREDENTIALS_GRANT_PREFIX = 'cc:';
  */
 const CLIENT_PREFIX = 'client:';
 const USER_PREFIX = 'user:';
+/**
+ * A whole-client or whole-person entry also covers tokens issued this long after it was made: those issued between
+ * the entry and the deletion's commit, and by an instance whose clock runs ahead (up to the skew allowed).
+ */
+const DELETION_MARGIN_MS = CLOCK_SKEW_SECONDS * 1000;
 /** Rows of an earlier version: every token a client obtained by token exchange until then (now a client entry). */
 const EXCHANGED_TOKENS_PREFIX = 'tx:';
 
@@ -129,7 +134,11 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   /** Whether a whole-subject entry `id` revokes a token issued at `issuedAt` (seconds). */
   private revokedUntilNow(id: string, issuedAt: number): boolean {
     const revocation = this.subjects.get(id);
-    return revocation !== undefined && revocation.until > Date.now() && issuedAt * 1000 <= revocation.at;
+    if (revocation === undefined || revocation.until <= Date.now()) return false;
+    // A deleted client or person: also the tokens issued while the deletion was committing, or by an instance
+    // whose clock runs ahead (nothing legitimate is issued to them after). A client's secret replaced: exactly.
+    const margin = id.startsWith(CLIENT_CREDENTIALS_GRANT_PREFIX) ? 0 : DELETION_MARGIN_MS;
+    return issuedAt * 1000 <= revocation.at + margin;
   }
 
   /**
@@ -145,9 +154,9 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     for (const id of ids) this.apply(id, now, this.expiryOf(now));
   }
 
-  /** Until when an entry made at `now` stays on the list: its access tokens' longest life. */
+  /** Until when an entry made at `now` stays on the list: its access tokens' longest life (and the deletion margin). */
   expiryOf(now: number): number {
-    return now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
+    return now + (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000 + DELETION_MARGIN_MS;
   }
 
   /** Records entries (a few: a client's, a person's) as revoked and applies them here at once. */

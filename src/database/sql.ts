@@ -36,10 +36,12 @@ export class Statement {
    * `pooled`: on PostgreSQL, run on a pooled connection of its own rather than in the pipeline (`pg-pipeline.ts`),
    * for a statement that may read many rows (a deep page), which would hold up the statements sent after it.
    * `sqliteOnly`: written for SQLite's schema (its views with INSTEAD OF triggers); the PostgreSQL path has its own.
+   * `unprepared`: on PostgreSQL, planned at each run with its values rather than prepared once per connection, for
+   * a maintenance statement whose best plan depends on them and on the table's size (a batch of expired rows).
    */
   constructor(
     readonly source: string,
-    readonly options: { pooled?: boolean; sqliteOnly?: boolean } = {},
+    readonly options: { pooled?: boolean; sqliteOnly?: boolean; unprepared?: boolean } = {},
   ) {
     Statement.made.push(this);
   }
@@ -256,23 +258,25 @@ export class SqlRunner {
    * row, read by that key) is then read on a pooled connection as soon as the database answers again, within
    * {@link OUTCOME_WAIT_MS}. A row found is the answer (the client is told what happened, and its retry is not
    * taken for a replay); none means the write did not commit, and the connection's error is thrown (503: a retry
-   * is safe). On PostgreSQL only: SQLite's writes are in process.
+   * is safe). `settle` runs first: a `SELECT … FOR UPDATE` of the row the write locks, which waits until a write
+   * still running on the lost connection's server process has committed or rolled back (a fresh statement then
+   * sees its outcome). On PostgreSQL only: SQLite's writes are in process.
    */
   async oneOrOutcome<Row = Record<string, unknown>>(
     statement: Statement,
     params: Record<string, unknown>,
-    outcome: Statement,
+    { settle, outcome }: { settle: Statement; outcome: Statement },
   ): Promise<Row | undefined> {
     try {
       return await this.one<Row>(statement, params);
     } catch (error) {
       if (!this.postgres || !isDatabaseUnavailable(error)) throw error;
-      const { text, values } = bindValues(outcome, params, true);
       const deadline = Date.now() + OUTCOME_WAIT_MS;
       for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
         try {
-          this.dataSource.logger.logQuery(text, values);
-          const found = (await this.pool().query({ text, values })).rows[0] as Row | undefined;
+          for (const query of [settle, outcome]) this.dataSource.logger.logQuery(query.source, []);
+          await this.pool().query(bindValues(settle, params, true));
+          const found = (await this.pool().query(bindValues(outcome, params, true))).rows[0] as Row | undefined;
           if (found === undefined) throw error;
           return found;
         } catch (again) {
@@ -289,7 +293,12 @@ export class SqlRunner {
     let result: QueryResult;
     try {
       const query = { name: statement.name, text, values };
-      result = await (statement.options.pooled ? this.pool().query(query) : pipelineOf(this.pool()).query(query));
+      const { pooled, unprepared } = statement.options;
+      result = await (unprepared
+        ? this.pool().query({ text, values })
+        : pooled
+          ? this.pool().query(query)
+          : pipelineOf(this.pool()).query(query));
     } catch (error) {
       logger.logQueryError(error as Error, text, values);
       throw new QueryFailedError(text, values, error as Error);

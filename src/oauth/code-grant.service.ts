@@ -154,17 +154,20 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
   SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued, EXISTS (SELECT 1 FROM audit) AS audited FROM code`);
 /**
  * What {@link CONSUME_CODE_AND_ISSUE} returned, read back by what it wrote (the code consumed at this request's
- * time, its event, its refresh token): when the connection is lost before its answer, the redemption may have
- * committed (see SqlRunner.oneOrOutcome).
+ * time, and its event, which only a redemption that passed its checks writes): when the connection is lost before
+ * its answer, the redemption may have committed (see SqlRunner.oneOrOutcome). A redemption of the same code by
+ * another request in the same millisecond has another event, so it is never taken for this one.
  */
+const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
 const CONSUMED_OUTCOME = new Statement(`
   SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid,
     EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = :refreshHash) AS issued,
-    EXISTS (SELECT 1 FROM audit_events WHERE id = :auditId) AS audited
+    EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId) AS audited
   FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
-  WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now`);
+  WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now
+    AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
 const FIND_CODE = sql`SELECT grant_id, client_id, user_id FROM authorization_codes WHERE code_hash = :codeHash`;
 
 interface ConsumedCode {
@@ -310,7 +313,7 @@ export class CodeGrantService {
           api: this.resources.api,
           ...AuditService.params(event),
         },
-        CONSUMED_OUTCOME,
+        { settle: CODE_SETTLED, outcome: CONSUMED_OUTCOME },
       );
     } else {
       // One unit of the group commit: the code's consumption and, when its checks pass, the event with the refresh

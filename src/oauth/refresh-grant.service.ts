@@ -4,6 +4,8 @@ import type { AuditContext } from '../audit/audit-events';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import { MetricsService } from '../metrics/metrics.service';
+import { hasRoleBoundScope, scopesForRole } from '../auth/scopes';
+import { UsersService } from '../users/users.service';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
@@ -63,6 +65,7 @@ const ROTATE_AND_ISSUE = new Statement(`
  * What {@link ROTATE_AND_ISSUE} returned, read back by the successor it stored: when the connection is lost before
  * its answer, the rotation may have committed (see SqlRunner.oneOrOutcome).
  */
+const PRESENTED_SETTLED = new Statement(`SELECT 1 FROM refresh_tokens WHERE token_hash = :tokenHash FOR UPDATE`);
 const ROTATED_OUTCOME = new Statement(`
   SELECT r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid
@@ -108,7 +111,20 @@ export class RefreshGrantService {
     private readonly resources: ResourceIndicators,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly users: UsersService,
   ) {}
+
+  /**
+   * The scopes of a refreshed token: a scope bound to a role the person no longer has (or a grant from before such
+   * bindings) is left out, as at /authorize; nothing left is `invalid_scope`.
+   */
+  private async heldScope(userId: string, scope: string): Promise<string> {
+    const scopes = scope.split(' ');
+    if (!hasRoleBoundScope(scopes)) return scope;
+    const held = scopesForRole(scopes, await this.users.roleOf(userId));
+    if (held.length === 0) throw new OAuthError('invalid_scope', "The grant's scopes need a role the user does not have.");
+    return held.join(' ');
+  }
 
   async refresh(
     client: Client,
@@ -125,14 +141,17 @@ export class RefreshGrantService {
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (this.db.postgres && requestedScope === undefined && resource === undefined) {
       const params = { now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, ...AuditService.params(event) };
-      const rotated = await this.db.oneOrOutcome<RotatedRow>(ROTATE_AND_ISSUE, params, ROTATED_OUTCOME);
+      const rotated = await this.db.oneOrOutcome<RotatedRow>(ROTATE_AND_ISSUE, params, {
+        settle: PRESENTED_SETTLED,
+        outcome: ROTATED_OUTCOME,
+      });
       if (rotated) {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);
         const audience = this.resources.audienceFor([], rotated.grant_resources);
         const login = loginOf(rotated.grant_auth_time, rotated.grant_sid);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience, login };
-        return this.issuer.respond(grant, rotated.scope, next);
+        return this.issuer.respond(grant, await this.heldScope(rotated.user_id, rotated.scope), next);
       }
     }
     const row = await this.db.one<RefreshTokenRow>(FIND_REFRESH_TOKEN, { tokenHash });
@@ -157,7 +176,7 @@ export class RefreshGrantService {
       return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, event);
     }
     this.audit.log(event);
-    return this.issuer.respond(grant, scope, next);
+    return this.issuer.respond(grant, await this.heldScope(row.user_id, scope), next);
   }
 
   /**
@@ -200,7 +219,7 @@ export class RefreshGrantService {
             audience,
             login,
           };
-          return this.issuer.respond(grant, scope, { secret, hash });
+          return this.issuer.respond(grant, await this.heldScope(successor.user_id, scope), { secret, hash });
         }
       }
     }

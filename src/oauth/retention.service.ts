@@ -17,20 +17,24 @@ const PRUNE_LOCK_KEY = '6f61757468707266';
 const BATCH_ROWS = { postgres: 2_000, sqlite: 1_000 } as const;
 const BATCH_PAUSE_MS = 50;
 
-/** Each statement deletes up to `:batch` rows (by key, through an index on what decides) of one table. */
-const pruned = (source: string) => new Statement(source, { pooled: true });
+/**
+ * Each statement deletes up to `:batch` rows (by key, through an index on what decides) of one table, planned at
+ * each run with its cutoff (a prepared plan made while the tables were small would read them whole).
+ */
+const pruned = (source: string) => new Statement(source, { pooled: true, unprepared: true });
 
 /**
  * What nothing can use any more, in the order it is deleted (children before their grants): each entry a table (as
  * the metric names it) and the statement that deletes a batch of its rows older than `:cutoff`.
  */
-const STEPS: { table: string; statement: Statement; cutoff: 'now' | 'grant' | 'code' }[] = [
-  // Codes once expired for the access tokens' lifetime: a replayed code is still known (and revokes its grant) meanwhile.
+const STEPS: { table: string; statement: Statement; cutoff: 'now' | 'grant' }[] = [
+  // Codes never redeemed, once expired. A redeemed code stays with its grant (deleted below): a replay of it is
+  // recognised, and revokes the grant, as long as the grant lives.
   {
     table: 'authorization_codes',
-    cutoff: 'code',
+    cutoff: 'now',
     statement: pruned(`DELETE FROM authorization_codes WHERE code_hash IN (
-      SELECT code_hash FROM authorization_codes WHERE expires_at < :cutoff LIMIT :batch)`),
+      SELECT code_hash FROM authorization_codes WHERE expires_at < :cutoff AND consumed_at IS NULL LIMIT :batch)`),
   },
   // The refresh tokens (rotated ones included, kept for reuse detection while the grant lives) of ended grants.
   {
@@ -73,7 +77,7 @@ const STEPS: { table: string; statement: Statement; cutoff: 'now' | 'grant' | 'c
 
 /**
  * Retention: every PRUNE_INTERVAL_SECONDS (default 600; 0: never) one instance at a time (PostgreSQL: an advisory
- * lock that the others skip on) deletes what nothing can use any more — codes, ended grants with their refresh
+ * lock that the others skip on) deletes what nothing can use any more — codes never redeemed, ended grants with their codes and refresh
  * tokens, expired sessions, used client-assertion ids, and revoked-list entries — in batches of a few thousand
  * rows with a pause between them, so the hot paths never wait behind a long delete. Consents go with their client
  * or person (foreign keys). Counted in `pruned_rows_total{table}`.
@@ -148,7 +152,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
 
   private async pruneAll(now: number): Promise<Record<string, number>> {
     const tokensLiveFor = (this.config.accessTokenTtl + CLOCK_SKEW_SECONDS) * 1000;
-    const cutoffs = { now, grant: now - tokensLiveFor, code: now - tokensLiveFor };
+    const cutoffs = { now, grant: now - tokensLiveFor };
     const batch = this.db.postgres ? BATCH_ROWS.postgres : BATCH_ROWS.sqlite;
     const deleted: Record<string, number> = {};
     for (const { table, statement, cutoff } of STEPS) {

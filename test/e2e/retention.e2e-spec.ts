@@ -2,7 +2,8 @@ import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { RetentionService } from '../../src/oauth/retention.service';
-import { NO_RATE_LIMITS, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
+import { hashSecret } from '../../src/oauth/secrets';
+import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 const ACCESS_TOKEN_TTL = 900;
@@ -18,6 +19,7 @@ const END_GRANT = sql`UPDATE grants SET expires_at = :at WHERE id = :id`;
 const EXPIRE_CODES = sql`UPDATE authorization_codes SET expires_at = :at WHERE grant_id = :id`;
 const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id = :id`;
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
+const CODE_GRANT = sql`SELECT grant_id FROM authorization_codes WHERE code_hash = :codeHash`;
 const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)`;
 
 /**
@@ -43,12 +45,18 @@ describe('the retention job', () => {
     const now = Date.now();
     const longAgo = now - ACCESS_TOKEN_TTL * 1000 - HOUR;
 
-    // In use: a live grant with a rotated and a live refresh token; its code, expired long ago, goes.
+    // In use: a live grant with a rotated and a live refresh token, and its redeemed code (expired long ago, kept
+    // while the grant lives: a replay of it still revokes the grant).
     const live = await issueTokens(t, { client });
     const liveGrant = decodeJwt(live.access).payload.gid as string;
     const liveRotated = await token(t, client, { grant_type: 'refresh_token', refresh_token: live.refresh });
     expect(liveRotated.status).toBe(200);
     await db.run(EXPIRE_CODES, { id: liveGrant, at: longAgo });
+    // A code never redeemed, expired: it goes (its grant, not ended, stays).
+    const { browser } = await signedIn(t);
+    const unredeemed = await authorizeCode(browser, client);
+    const unredeemedGrant = (await db.one<{ grant_id: string }>(CODE_GRANT, { codeHash: hashSecret(unredeemed) }))!.grant_id;
+    await db.run(EXPIRE_CODES, { id: unredeemedGrant, at: now - 1_000 });
 
     // Ended: a grant past its end for longer than an access token lives, with its refresh tokens and code.
     const ended = await issueTokens(t, { client });
@@ -99,7 +107,9 @@ describe('the retention job', () => {
     expect(await count(COUNT_CODES, endedGrant)).toBe(0);
     expect(await count(COUNT_GRANT, liveGrant)).toBe(1);
     expect(await count(COUNT_REFRESH, liveGrant)).toBe(2);
-    expect(await count(COUNT_CODES, liveGrant)).toBe(0);
+    expect(await count(COUNT_CODES, liveGrant)).toBe(1);
+    expect(await count(COUNT_CODES, unredeemedGrant)).toBe(0);
+    expect(await count(COUNT_GRANT, unredeemedGrant)).toBe(1);
     expect(await count(COUNT_GRANT, justEndedGrant)).toBe(1);
     expect(await count(COUNT_SESSIONS, gone.user.id)).toBe(0);
     expect(await count(COUNT_SESSIONS, kept.user.id)).toBe(1);

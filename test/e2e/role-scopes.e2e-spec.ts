@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditScope } from '../../src/audit/audit.scopes';
+import { SqlRunner, sql } from '../../src/database/sql';
 import { allScopes, defaultClientScope, scopeRole } from '../../src/auth/scopes';
 import { ClientsScope } from '../../src/oauth/clients.scopes';
 import { TOKEN_EXCHANGE_GRANT } from '../../src/oauth/entities/client.entity';
@@ -70,6 +71,18 @@ describe('scopes bound to a role', () => {
     const issued = await issueTokens(t, { client, user: admin, scope: `orders:read ${ClientsScope.admin}` });
     expect(issued.scope).toBe(`orders:read ${ClientsScope.admin}`);
     expect((await t.http().get('/admin/clients').set('Authorization', `Bearer ${issued.access}`)).status).toBe(200);
+  });
+
+  it('leaves them out of a refreshed token once the person lost the role', async () => {
+    const client = await registerClient(t, { trusted: true, scope: allScopes().join(' ') });
+    const admin = await t.createUser({ role: 'admin' });
+    const issued = await issueTokens(t, { client, user: admin, scope: `orders:read ${AuditScope.read}` });
+    expect(issued.scope).toBe(`orders:read ${AuditScope.read}`);
+    await t.app.get(SqlRunner).run(sql`UPDATE users SET role = 'user' WHERE id = :id`, { id: admin.id });
+    const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: issued.refresh });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.scope).toBe('orders:read');
+    expect(decodeJwt(refreshed.body.access_token).payload.scope).toBe('orders:read');
   });
 
   it('does not show them on the consent page, and a consent form changed to ask for them grants them not', async () => {

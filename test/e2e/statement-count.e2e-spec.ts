@@ -116,7 +116,8 @@ describe('statements per code flow (recorded SQL)', () => {
       for (const sort of USER_SORT_KEYS)
         for (const descending of [false, true]) for (const byGender of [false, true]) pageStatement(sort, descending, byGender);
       const texts = Statement.all()
-        .filter((statement) => !statement.options.sqliteOnly)
+        // A statement planned at each run (retention's batches) has no cached plan to go stale.
+        .filter((statement) => !statement.options.sqliteOnly && !statement.options.unprepared)
         .map((statement) => statement.compile(true).text);
       expect(texts.length).toBeGreaterThan(40);
       expect(await wholeTableReads(t, texts)).toEqual([]);
