@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { type ProtectedHeaderParameters, compactVerify, decodeJwt, decodeProtectedHeader, importJWK } from 'jose';
 import { AppConfig } from '../config/app-config';
 import { SqlRunner, sql } from '../database/sql';
@@ -15,8 +15,6 @@ export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion
 const CLOCK_SKEW_S = 30;
 /** An assertion may be valid for at most this many seconds from now: a short life keeps the replay store small. */
 export const MAX_ASSERTION_LIFETIME_S = 300;
-/** Expired `jti`s are deleted at most this often per instance, after a successful authentication. */
-const PRUNE_EVERY_MS = 10 * 60_000;
 const MAX_ASSERTION_LENGTH = 16_384;
 
 const USE_JTI = sql`
@@ -46,8 +44,6 @@ export function assertionSubject(assertion: string): string | undefined {
  */
 @Injectable()
 export class ClientAssertionVerifier {
-  private readonly logger = new Logger(ClientAssertionVerifier.name);
-  private lastPrune = 0;
 
   constructor(
     private readonly keys: ClientKeys,
@@ -101,10 +97,12 @@ export class ClientAssertionVerifier {
     const expiresAt = (claims.exp + CLOCK_SKEW_S) * 1000;
     const used = await this.db.run(USE_JTI, { clientId: client.id, jtiHash: hashSecret(claims.jti), expiresAt });
     if (used.rows.length === 0) throw refused('The client assertion was already used (jti).');
-    await this.pruneNowAndThen();
   }
 
-  /** Deletes the `jti`s of assertions that have expired (and so cannot be replayed anyway); returns how many. */
+  /**
+   * Deletes the `jti`s of assertions that have expired (and so cannot be replayed anyway); returns how many. The
+   * retention job (RetentionService) does the same in batches, on its schedule.
+   */
   async prune(now = Date.now()): Promise<number> {
     return (await this.db.run(PRUNE_JTIS, { now })).affected;
   }
@@ -153,13 +151,5 @@ export class ClientAssertionVerifier {
     const accepted = new Set([issuer, `${issuer}/token`, `${issuer}${endpoint}`]);
     const values = Array.isArray(aud) ? aud : [aud];
     return values.some((value) => typeof value === 'string' && accepted.has(value));
-  }
-
-  /** No pruner runs on a timer: a successful authentication deletes the expired ids now and then (a failure is only logged). */
-  private async pruneNowAndThen(): Promise<void> {
-    const now = Date.now();
-    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
-    this.lastPrune = now;
-    await this.prune(now).catch((error: Error) => this.logger.warn(`could not prune used client assertion ids: ${error.message}`));
   }
 }
