@@ -44,7 +44,6 @@ export function assertionSubject(assertion: string): string | undefined {
  */
 @Injectable()
 export class ClientAssertionVerifier {
-
   constructor(
     private readonly keys: ClientKeys,
     private readonly db: SqlRunner,
