@@ -14,8 +14,11 @@ export class JsonCharsetError extends Error {
   readonly type = 'charset.unsupported';
 }
 
-/** The encodings of JSON (RFC 8259 8.1 asks for UTF-8; body-parser also decodes UTF-16 and UTF-32). */
-const JSON_CHARSET = /^utf-(8|16(le|be)?|32(le|be)?)$/i;
+/**
+ * JSON is UTF-8 (RFC 8259 8.1: MUST, between systems). body-parser would also decode UTF-16 and UTF-32, whose bytes
+ * the depth check below cannot read (a `Ģ` in UTF-16LE holds the byte of a quote): those are refused with 415.
+ */
+const JSON_CHARSET = /^utf-?8$/i;
 
 const OPEN_OBJECT = 0x7b; // {
 const OPEN_ARRAY = 0x5b; // [
@@ -50,7 +53,7 @@ export function jsonDepth(body: Uint8Array, stopAbove = Infinity): number {
 
 /**
  * body-parser's `verify` hook for JSON, run on the raw bytes before they are decoded and parsed: refuses a charset
- * that is not a UTF (body-parser alone lets any `utf-*` through, UTF-7 included) with 415, and a body nested deeper
+ * other than UTF-8 (body-parser alone lets any `utf-*` through, UTF-7 and UTF-16 included) with 415, and a body nested deeper
  * than `maxDepth` with 400, so that no later recursion over it (class-transformer's, a module's own) can run out of
  * stack.
  */

@@ -81,7 +81,7 @@ describe('HTTP edges: methods, encodings', () => {
       expectProblem(res, 415, '/users');
     });
 
-    it.each(['iso-8859-1', 'utf-7'])('a JSON body in charset %s (JSON is UTF): 415', async (charset) => {
+    it.each(['iso-8859-1', 'utf-7', 'utf-16le', 'utf-16', 'utf-32'])('a JSON body in charset %s (JSON is UTF-8): 415', async (charset) => {
       const res = await t
         .http()
         .post('/users')
@@ -89,6 +89,28 @@ describe('HTTP edges: methods, encodings', () => {
         .set('Content-Type', `application/json; charset=${charset}`)
         .send(JSON.stringify(userBody()));
       expectProblem(res, 415, '/users');
+    });
+
+    it('a body nested 5,000 deep: 400 in UTF-8, and 415 in UTF-16LE, whose bytes the depth check cannot read', async () => {
+      // `Ģ` (U+0122) is the bytes 0x22 0x01 in UTF-16LE: a byte scanner would take it for a quote and skip the rest.
+      const deep = `{"name":"Ģ","x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`;
+      const utf8 = await t
+        .http()
+        .post('/users')
+        .set(...bearer(adminToken))
+        .set('Content-Type', 'application/json')
+        .send(deep);
+      expectProblem(utf8, 400, '/users');
+      expect(utf8.body.detail).toContain('nested deeper than');
+      const utf16 = await t
+        .http()
+        .post('/users')
+        .set(...bearer(adminToken))
+        .set('Content-Type', 'application/json; charset=utf-16le')
+        // The bytes as they are (superagent would turn a Buffer into JSON of its own).
+        .serialize(() => Buffer.from(deep, 'utf16le') as unknown as string)
+        .send({});
+      expectProblem(utf16, 415, '/users');
     });
 
     it('a body of a media type no route takes: 415, not a 400 about missing fields', async () => {
