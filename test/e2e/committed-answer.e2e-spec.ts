@@ -6,7 +6,6 @@ import {
   authorizeCode,
   backChannel,
   decodeJwt,
-  freePort,
   pkcePair,
   registerClient,
   resourceStatus,
@@ -14,6 +13,7 @@ import {
   token,
 } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { serverPort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
 /**
@@ -27,7 +27,7 @@ describe('an answer lost after the commit', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pg = new ThrowawayPostgres(await freePort());
+    pg = new ThrowawayPostgres(await serverPort());
     pg.init();
     pg.start();
     proxy = new CuttingProxy(pg.port);

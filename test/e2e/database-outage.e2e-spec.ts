@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderBody } from '../support/factories';
-import { freePort } from '../support/service-process';
+import { serverPort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -10,7 +10,7 @@ describe('a PostgreSQL outage', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pg = new ThrowawayPostgres(await freePort());
+    pg = new ThrowawayPostgres(await serverPort());
     pg.init();
     pg.start();
     t = await createTestApp({}, { url: pg.url, drop: async () => undefined });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PgPipeline } from '../../src/database/pg-pipeline';
-import { freePort } from '../support/service-process';
+import { serverPort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
 /**
@@ -36,7 +36,7 @@ describe('PgPipeline', () => {
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   beforeAll(async () => {
-    server = new ThrowawayPostgres(await freePort());
+    server = new ThrowawayPostgres(await serverPort());
     server.init();
     server.start();
     url = server.url;

@@ -68,6 +68,23 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port for a server a test starts in another process (the service, a PostgreSQL cluster), which listens
+ * only a second or more later: taken outside the kernel's ephemeral range (32768-60999 here), where {@link freePort}
+ * and every outgoing connection take theirs, so that no other test's port can land on it meanwhile.
+ */
+export async function serverPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolvePort) => {
+      const server = createServer();
+      server.once('error', () => resolvePort(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolvePort(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export function tempSqliteUrl(): { url: string; remove(): void } {
   const file = join(tmpdir(), `oauth-svc-proc-${randomUUID()}.sqlite`);
   return {
@@ -90,7 +107,7 @@ export interface RunningService {
  * (the same issuer as an earlier run: its tokens stay valid), else on a free one.
  */
 export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
-  port ??= await freePort();
+  port ??= await serverPort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     cwd: ROOT,
