@@ -142,6 +142,23 @@ describe('the retention job', () => {
     });
   }, 120_000);
 
+  it('runs on its own every PRUNE_INTERVAL_SECONDS', async () => {
+    const timed = await createTestApp({ ...NO_RATE_LIMITS, PRUNE_INTERVAL_SECONDS: '1' });
+    try {
+      const runner = timed.app.get(SqlRunner);
+      const client = await registerClient(timed, { trusted: true });
+      await runner.run(INSERT_JTI, { clientId: client.client_id, jtiHash: 'expired', expiresAt: Date.now() - 1_000 });
+      let left = 1;
+      for (let waited = 0; left > 0 && waited < 5_000; waited += 100) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = Number((await runner.one<{ n: number | string }>(COUNT_JTIS, { id: client.client_id }))!.n);
+      }
+      expect(left).toBe(0);
+    } finally {
+      await timed.close();
+    }
+  });
+
   it('runs on one instance at a time: while another holds the lock (PostgreSQL), it deletes nothing', async () => {
     const client = await registerClient(t, { trusted: true });
     await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: 'expired', expiresAt: Date.now() - 1_000 });

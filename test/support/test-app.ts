@@ -87,7 +87,8 @@ export async function createTestApp(
   const db = existingDb ?? (await createTestDatabase());
   const builder = Test.createTestingModule({ imports: [AppModule, ...(options.imports ?? [])] })
     .overrideProvider(ENV)
-    .useValue({ ...process.env, NODE_ENV: 'test', ...env, DATABASE_URL: db.url });
+    // No retention job on a timer (a test runs it itself): it would delete the expired rows a test sets up.
+    .useValue({ ...process.env, NODE_ENV: 'test', PRUNE_INTERVAL_SECONDS: '0', ...env, DATABASE_URL: db.url });
   for (const { provide, useValue } of options.overrides ?? []) builder.overrideProvider(provide).useValue(useValue);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
