@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
+
+/** The V8 flags `npm start` gives the server (package.json `config.nodeFlags`): the tests run as it runs. */
+const { nodeFlags } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).config as { nodeFlags: string };
 
 export default defineConfig({
   test: {
@@ -8,6 +12,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    execArgv: nodeFlags.split(' ').filter(Boolean),
     maxWorkers: 2,
   },
   // swc keeps the decorator metadata that Nest's dependency injection reads.

@@ -1,4 +1,3 @@
-import './runtime-flags';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';

@@ -245,8 +245,9 @@ let launchConfig;
 export function serviceLaunchConfig() {
   if (launchConfig) return launchConfig;
   const config = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).config ?? {};
-  const flags = config.nodeOptions ?? '';
-  const nodeOptions = (Array.isArray(flags) ? flags.map(String) : String(flags).split(' ')).filter(Boolean);
+  // The start command's NODE_OPTIONS and its command-line V8 flags (`nodeFlags`), all as arguments here.
+  const words = (flags) => (Array.isArray(flags) ? flags.map(String) : String(flags ?? '').split(' ')).filter(Boolean);
+  const nodeOptions = [...words(config.nodeOptions), ...words(config.nodeFlags)];
   const setting = (value) => (value === undefined || value === null || value === '' ? undefined : String(value));
   launchConfig = {
     nodeOptions,

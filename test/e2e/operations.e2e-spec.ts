@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { allScopes } from '../../src/auth/scopes';
 import { configVariables } from '../../src/config/env';
-import { ROOT } from '../support/service-process';
+import { NODE_FLAGS, ROOT } from '../support/service-process';
 import { type TestApp, createTestApp, createTestDatabase } from '../support/test-app';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -206,5 +206,16 @@ describe('containers and configuration files', () => {
     expect(dockerfile).toContain(`NODE_OPTIONS="${pkg.config.nodeOptions}"`);
     expect(dockerfile).toContain(`MALLOC_ARENA_MAX=${pkg.config.mallocArenaMax}`);
     expect(dockerfile).toContain(`MALLOC_MMAP_THRESHOLD_=${pkg.config.mallocMmapThreshold}`);
+  });
+
+  it('runs the server, the image and the tests with the same V8 flags on the node command line (config.nodeFlags)', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(NODE_FLAGS).toContain('--no-allocation-site-pretenuring');
+    for (const script of ['start', 'start:prod'])
+      expect(pkg.scripts[script]).toContain('node $npm_package_config_nodeFlags dist/src/main.js');
+    const command = /^CMD (\[.*\])$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1];
+    expect(JSON.parse(command)).toEqual(['node', ...NODE_FLAGS, 'dist/src/main.js']);
+    // This test's own worker, as every worker of the suite.
+    expect(process.execArgv).toEqual(expect.arrayContaining(NODE_FLAGS));
   });
 });

@@ -1,11 +1,18 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(__dirname, '../..');
+
+/** The V8 flags `npm start` puts on the node command line (package.json `config.nodeFlags`). */
+export const NODE_FLAGS: string[] = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { config: { nodeFlags: string } }
+).config.nodeFlags
+  .split(' ')
+  .filter(Boolean);
 
 const STAMP = join(ROOT, 'dist', '.build-stamp');
 const LOCK = join(ROOT, 'dist', '.build-lock');
@@ -109,7 +116,7 @@ export interface RunningService {
 export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
   port ??= await serverPort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, 'dist/src/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', PORT: String(port), ISSUER: baseUrl, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
