@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import type { Express, Request, Response } from 'express';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
@@ -43,5 +44,31 @@ describe('ExpressHttpAdapter', () => {
     const closing = await request(server).get('/probe');
     expect(closing.status).toBe(503);
     expect(closing.headers.connection).toBe('close');
+  });
+
+  it.each([
+    [true, 'connection ended'],
+    [false, 'answered'],
+  ])('with forceCloseConnections %s, close() during a request: %s', async (force, outcome) => {
+    const adapter = new ExpressHttpAdapter();
+    adapter.initHttpServer({ forceCloseConnections: force });
+    adapter.getInstance<Express>().get('/slow', (_req: Request, res: Response) => {
+      setTimeout(() => res.json({ ok: true }), 300);
+    });
+    const server = adapter.getHttpServer() as http.Server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    const seen = new Promise<string>((resolve) => {
+      socket.once('data', () => resolve('answered'));
+      socket.once('close', () => resolve('connection ended'));
+    });
+    socket.write('GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    // The request has arrived and waits for its handler.
+    await new Promise((r) => setTimeout(r, 50));
+    const closed = adapter.close() as Promise<unknown>;
+    expect(await seen).toBe(outcome);
+    socket.destroy();
+    await closed;
   });
 });

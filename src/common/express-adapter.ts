@@ -43,15 +43,23 @@ function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage
  * without Express trying every layer before it.
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
+  /** Nest's `forceCloseConnections`: {@link close} ends every open connection, through Node's own server API. */
+  private forceClose = false;
+
   override initHttpServer(options: NestApplicationOptions): void {
     const app = this.getInstance<Express>();
     const classes = expressClasses(app);
-    // Nest's own set-up (the shutdown middleware, connection tracking), on a server replaced right below.
+    // Nest's own set-up (the shutdown middleware), on a server replaced right below.
     super.initHttpServer({ ...options, forceCloseConnections: false });
     this.httpServer = options.httpsOptions
       ? https.createServer({ ...options.httpsOptions, ...classes }, app)
       : http.createServer(classes, app);
-    if (options.forceCloseConnections) (this as unknown as { trackOpenConnections(): void }).trackOpenConnections();
+    this.forceClose = Boolean(options.forceCloseConnections);
+  }
+
+  override close(): ReturnType<ExpressAdapter['close']> {
+    if (this.forceClose) (this.httpServer as http.Server | undefined)?.closeAllConnections();
+    return super.close();
   }
 
   /** The literal route paths found through the index (see {@link indexStaticRoutes}), once the app is initialised. */
