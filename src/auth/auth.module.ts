@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
@@ -10,7 +9,6 @@ import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
 import { BearerStrategy } from './bearer.strategy';
 import { ProtectedResourceMetadataController } from './protected-resource-metadata.controller';
-import { RevokedGrant } from './revoked-grant.entity';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
 
@@ -21,7 +19,7 @@ import { RouteAccessCheck } from './route-access.check';
  * and the guard is global once the application imports this module.
  */
 @Module({
-  imports: [AppConfigModule.forFeature(AuthConfig), DiscoveryModule, KeysModule, PassportModule, TypeOrmModule.forFeature([RevokedGrant])],
+  imports: [AppConfigModule.forFeature(AuthConfig), DiscoveryModule, KeysModule, PassportModule],
   controllers: [ProtectedResourceMetadataController],
   providers: [
     SqlRunner,

@@ -100,11 +100,6 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Entries held: grant ids (expired ones not dropped yet included) and whole-subject entries. */
-  get size(): number {
-    return this.grants.size + this.subjects.size;
-  }
-
   /**
    * Whether an access token of `grantId` issued at `issuedAt` (seconds) is revoked. A revoked grant's tokens all
    * are, whenever issued (one still in flight on another instance included). A client's client-credentials

@@ -73,8 +73,13 @@ export function hasRoleBoundScope(scopes: readonly Scope[]): boolean {
   return scopes.some((scope) => scopeRole(scope) !== undefined);
 }
 
-/** The scopes a person with `role` (undefined: no such person) may hold: the others are left out. */
-export function scopesForRole(scopes: readonly Scope[], role: string | undefined): Scope[] {
+/**
+ * The scopes a person may hold: one bound to a role they do not have is left out. `roleOf` (the person's role, or
+ * undefined when they no longer exist) is asked only when a scope is bound to a role.
+ */
+export async function scopesHeld(scopes: readonly Scope[], roleOf: () => Promise<string | undefined>): Promise<Scope[]> {
+  if (!hasRoleBoundScope(scopes)) return [...scopes];
+  const role = await roleOf();
   return scopes.filter((scope) => {
     const bound = scopeRole(scope);
     return bound === undefined || bound === role;

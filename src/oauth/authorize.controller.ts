@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../common/openapi';
 import { Public } from '../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
-import { hasRoleBoundScope, scopeDescription, scopesForRole } from '../auth/scopes';
+import { hasRoleBoundScope, scopeDescription, scopesHeld } from '../auth/scopes';
 import { UsersService } from '../users/users.service';
 import { MAX_LOGIN_HINT_LENGTH } from './oidc.scopes';
 import { CodeGrantService, type CodeRequest } from './code-grant.service';
@@ -267,8 +267,7 @@ export class AuthorizeController {
    */
   private async withGrantableScope(request: ValidRequest, userId: string): Promise<ValidRequest | undefined> {
     const requested = request.scope.split(' ');
-    if (!hasRoleBoundScope(requested)) return request;
-    const grantable = scopesForRole(requested, await this.users.roleOf(userId));
+    const grantable = await scopesHeld(requested, () => this.users.roleOf(userId));
     if (grantable.length === 0) return undefined;
     return grantable.length === requested.length ? request : { ...request, scope: grantable.join(' ') };
   }

@@ -4,7 +4,7 @@ import type { AuditContext } from '../audit/audit-events';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import { MetricsService } from '../metrics/metrics.service';
-import { hasRoleBoundScope, scopesForRole } from '../auth/scopes';
+import { scopesHeld } from '../auth/scopes';
 import { UsersService } from '../users/users.service';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
@@ -120,8 +120,8 @@ export class RefreshGrantService {
    */
   private async heldScope(userId: string, scope: string): Promise<string> {
     const scopes = scope.split(' ');
-    if (!hasRoleBoundScope(scopes)) return scope;
-    const held = scopesForRole(scopes, await this.users.roleOf(userId));
+    const held = await scopesHeld(scopes, () => this.users.roleOf(userId));
+    if (held.length === scopes.length) return scope;
     if (held.length === 0) throw new OAuthError('invalid_scope', "The grant's scopes need a role the user does not have.");
     return held.join(' ');
   }

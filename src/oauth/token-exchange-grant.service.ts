@@ -3,7 +3,7 @@ import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { ActClaim, AuthPrincipal } from '../auth/principal';
-import { hasRoleBoundScope, scopesForRole } from '../auth/scopes';
+import { scopesHeld } from '../auth/scopes';
 import { UsersService } from '../users/users.service';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
@@ -117,7 +117,7 @@ export class TokenExchangeGrantService {
     const scope = exchangedScope(client, subject, request.scope);
     // A scope bound to a role the person does not have (now) is refused, whatever the subject token carries.
     const scopes = scope.split(' ');
-    if (hasRoleBoundScope(scopes) && scopesForRole(scopes, await this.users.roleOf(subject.sub)).length !== scopes.length) {
+    if ((await scopesHeld(scopes, () => this.users.roleOf(subject.sub))).length !== scopes.length) {
       throw new OAuthError('invalid_scope', 'The scope needs a role the person does not have.');
     }
     const act: ActClaim = {
