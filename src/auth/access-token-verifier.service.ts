@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
 import { CLOCK_SKEW_SECONDS, SigningKeysService } from '../keys/signing-keys.service';
 import { type ActClaim, type AuthPrincipal, CLIENT_CREDENTIALS_CLAIM } from './principal';
@@ -9,6 +10,7 @@ export class InvalidAccessTokenError extends Error {
   override name = 'InvalidAccessTokenError';
 }
 
+/** Verified tokens kept (least recently used out first); each for at most its remaining lifetime. */
 const CACHE_LIMIT = 10_000;
 
 /**
@@ -21,7 +23,7 @@ const CACHE_LIMIT = 10_000;
  */
 @Injectable()
 export class AccessTokenVerifier {
-  private readonly cache = new Map<string, { principal: AuthPrincipal; kid: string; validUntilMs: number }>();
+  private readonly cache = new LRUCache<string, { principal: AuthPrincipal; kid: string }>({ max: CACHE_LIMIT, ttl: 3_600_000 });
 
   constructor(
     private readonly keys: SigningKeysService,
@@ -31,10 +33,9 @@ export class AccessTokenVerifier {
 
   /** Returns the caller a token describes, or throws {@link InvalidAccessTokenError}. */
   async verify(token: string): Promise<AuthPrincipal> {
-    const now = Date.now();
     const cached = this.cache.get(token);
     // A token stays cached until it expires, unless its key leaves the JWKS first (retired and past its time).
-    if (cached && cached.validUntilMs > now && this.keys.isPublished(cached.kid)) {
+    if (cached && this.keys.isPublished(cached.kid)) {
       if (this.revocations.isTokenRevoked(cached.principal)) throw new InvalidAccessTokenError('the grant was revoked');
       return cached.principal;
     }
@@ -42,8 +43,8 @@ export class AccessTokenVerifier {
 
     const { principal, kid } = await this.verifyWithKid(token);
     if (this.revocations.isTokenRevoked(principal)) throw new InvalidAccessTokenError('the grant was revoked');
-    if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
-    this.cache.set(token, { principal, kid, validUntilMs: (principal.exp + CLOCK_SKEW_SECONDS) * 1000 });
+    const ttl = (principal.exp + CLOCK_SKEW_SECONDS) * 1000 - Date.now();
+    if (ttl > 0) this.cache.set(token, { principal, kid }, { ttl });
     return principal;
   }
 

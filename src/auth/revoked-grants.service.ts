@@ -51,13 +51,12 @@ const UPSERT_REVOKED_GRANT = new Statement(`
   ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`);
 /**
  * The entries revoked since a point (`revoked_at`, then `grant_id`), a page at a time: the sync reads only what is
- * new, and a page is parsed and applied within a turn of the event loop. Pooled: a page holds many rows.
+ * new, and a page is parsed and applied within a turn of the event loop.
  */
 const SYNC_PAGE = new Statement(
   `SELECT grant_id, revoked_at, expires_at FROM revoked_grants
    WHERE (revoked_at, grant_id) > (:sinceAt, :sinceId) AND expires_at > :now
    ORDER BY revoked_at, grant_id LIMIT :limit`,
-  { pooled: true },
 );
 const PAGE_ROWS = 1_000;
 /**

@@ -3,7 +3,6 @@ import https from 'node:https';
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Express } from 'express';
-import { indexStaticRoutes } from './static-routes';
 
 /**
  * Subclasses of Node's `IncomingMessage` and `ServerResponse` whose prototypes sit in front of Express's: the app's
@@ -38,9 +37,6 @@ function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage
  * makes Express's swap a no-op: the same app then kept 10 KB per scavenge, paused under 1 ms and served 8,500-9,200
  * a second.
  *
- * It also puts the index of literal route paths in front of the routes once they are all registered
- * (`static-routes.ts`, which says where exactly and when requests still walk), so that a request finds its route
- * without Express trying every layer before it.
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
   /** Nest's `forceCloseConnections`: {@link close} ends every open connection, through Node's own server API. */
@@ -60,14 +56,5 @@ export class ExpressHttpAdapter extends ExpressAdapter {
   override close(): ReturnType<ExpressAdapter['close']> {
     if (this.forceClose) (this.httpServer as http.Server | undefined)?.closeAllConnections();
     return super.close();
-  }
-
-  /** The literal route paths found through the index (see {@link indexStaticRoutes}), once the app is initialised. */
-  indexedPaths: readonly string[] = [];
-
-  /** Nest installs its not-found handler once every route is registered: the moment to index the literal ones. */
-  override setNotFoundHandler(...args: Parameters<ExpressAdapter['setNotFoundHandler']>): ReturnType<ExpressAdapter['setNotFoundHandler']> {
-    this.indexedPaths = indexStaticRoutes(this.getInstance<Express>());
-    return super.setNotFoundHandler(...args);
   }
 }

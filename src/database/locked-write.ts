@@ -1,6 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { type Statement, type StatementWrite, bindValues as bind, sqliteConnection } from './sql';
-import { SqliteGroupCommit } from './sqlite-group-commit';
+import { SqlRunner, type Statement, type StatementWrite, bindValues as bind } from './sql';
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
@@ -29,21 +28,14 @@ export async function lockedReadWrite<Row, T>(
       return result;
     });
   }
-  const db = sqliteConnection(dataSource);
-  // The hot paths' queued writes (if any) are committed first: this transaction is one of its own.
-  SqliteGroupCommit.flushQueued();
-  // TypeORM runs its SQLite transactions on this same connection; one of them is under way (awaiting between
-  // its statements): this one cannot start inside it.
-  if (db.inTransaction) throw new Error('the database connection is inside another transaction; try again');
-  return db
-    .transaction(() => {
-      const select = bind(read, {}, false);
-      const { writes, result } = decide(db.prepare(select.text).all(...select.values) as Row[]);
-      for (const { statement, params } of writes) {
-        const { text, values } = bind(statement, params, false);
-        db.prepare(text).run(...values);
-      }
-      return result;
-    })
-    .immediate();
+  // Once no transaction of TypeORM's is open on the connection (see SqlRunner), synchronous throughout.
+  return new SqlRunner(dataSource).sqliteImmediate((db) => {
+    const select = bind(read, {}, false);
+    const { writes, result } = decide(db.prepare(select.text).all(...select.values) as Row[]);
+    for (const { statement, params } of writes) {
+      const { text, values } = bind(statement, params, false);
+      db.prepare(text).run(...values);
+    }
+    return result;
+  });
 }

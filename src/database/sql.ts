@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import type { Database, Statement as SqliteStatement } from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import type { Pool, QueryResult } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { isDatabaseUnavailable } from '../common/database-errors';
-import { pipelineOf } from './pg-pipeline';
-import { type SqliteConnection, SqliteGroupCommit } from './sqlite-group-commit';
+import { handlesOf } from './connections';
 
 /**
  * How long {@link SqlRunner.oneOrOutcome} waits for the database to answer again after a lost connection, to tell
@@ -33,15 +34,12 @@ export class Statement {
   readonly name = `hot_${++Statement.count}`;
 
   /**
-   * `pooled`: on PostgreSQL, run on a pooled connection of its own rather than in the pipeline (`pg-pipeline.ts`),
-   * for a statement that may read many rows (a deep page), which would hold up the statements sent after it.
-   * `sqliteOnly`: written for SQLite's schema (its views with INSTEAD OF triggers); the PostgreSQL path has its own.
    * `unprepared`: on PostgreSQL, planned at each run with its values rather than prepared once per connection, for
    * a maintenance statement whose best plan depends on them and on the table's size (a batch of expired rows).
    */
   constructor(
     readonly source: string,
-    readonly options: { pooled?: boolean; sqliteOnly?: boolean; unprepared?: boolean } = {},
+    readonly options: { unprepared?: boolean } = {},
   ) {
     Statement.made.push(this);
   }
@@ -100,35 +98,44 @@ export interface StatementWrite {
 /** Runs one statement at once inside {@link SqlRunner.sqliteUnit}. */
 export type SqliteExec = <Row = Record<string, unknown>>(statement: Statement, params?: Record<string, unknown>) => SqlResult<Row>;
 
-export function sqliteConnection(dataSource: DataSource): SqliteConnection {
-  return (dataSource.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
-}
-
 export interface SqlResult<Row> {
   rows: Row[];
   /** Rows changed by an INSERT/UPDATE/DELETE (with RETURNING: the rows returned). */
   affected: number;
 }
 
+/** Statements prepared per SQLite connection, by text (the hot paths have a few dozen). */
+const SQLITE_STATEMENTS = 200;
 /**
- * Runs {@link Statement}s through the application's TypeORM data source — the same connections, logging hook and
- * error type (`QueryFailedError`) as the repositories — without query building or entity hydration. Meant for the
- * few statements per request on the hot paths (the OAuth flows, the users list and the `@Roles()` look-up);
- * everything else stays on repositories.
+ * How long a statement on SQLite waits for a transaction of TypeORM's on the same connection (which awaits between
+ * its statements) to end, before it fails as unavailable.
+ */
+const SQLITE_BUSY_WAIT_MS = 10_000;
+
+/** A SQLite connection's prepared statements and its transaction wrapper, made once. */
+interface SqliteHandle {
+  db: Database;
+  prepared: LRUCache<string, SqliteStatement>;
+  transaction: (work: () => unknown) => unknown;
+}
+
+/**
+ * Runs {@link Statement}s on the application's database — the connections under its TypeORM data source (see
+ * `connections.ts`), its logging hook and error type (`QueryFailedError`) — without query building or entity
+ * hydration. Meant for the few statements per request on the hot paths; everything else stays on repositories.
  *
- * On PostgreSQL a statement is a named prepared statement: each connection parses and plans it once, later runs
- * only bind and execute (measured on the code flow's four statements: 1.04 -> 0.61-0.80 ms of PostgreSQL CPU per
- * flow). It goes to the pool's pipeline (`PgPipeline` in pg-pipeline.ts), a connection that takes the statements of
- * many requests without waiting for each answer, a turn's statements as one transaction (each answers once that is
- * committed, and one that fails fails alone); {@link atomic} takes a pooled connection for its transaction. (Behind
- * PgBouncer this needs its support of prepared statements in transaction mode, 1.21+ with
- * `max_prepared_statements`.) On SQLite it is prepared once per connection; a write runs in the connection's group
- * commit ({@link SqliteGroupCommit}): the hot writes of a turn of the event loop, and of the next turns while they
- * bring more, share a transaction, and each answers once that is committed.
+ * PostgreSQL: each statement is a named prepared statement on a pooled connection (node-postgres prepares it once
+ * per connection; later runs only bind and execute); {@link atomic} holds one connection for its transaction.
+ * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
+ *
+ * SQLite: better-sqlite3 runs a statement synchronously on the one connection, prepared once. A statement never
+ * runs inside a transaction TypeORM has open on that connection (awaiting between its statements): it waits for
+ * it to end, so no write of the hot paths can be rolled back with someone else's transaction.
  */
 @Injectable()
 export class SqlRunner {
   readonly postgres: boolean;
+  private sqliteHandle: SqliteHandle | undefined;
 
   constructor(private readonly dataSource: DataSource) {
     this.postgres = dataSource.options.type === 'postgres';
@@ -137,68 +144,73 @@ export class SqlRunner {
   async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
     const { text, values } = bindValues(statement, params, this.postgres);
     if (this.postgres) return this.runPrepared<Row>(statement, text, values);
-    return this.runSqlite<Row>(text, values);
+    const sqlite = await this.idleSqlite();
+    return this.execSqlite<Row>(sqlite, text, values);
   }
 
-  /** SQLite: the statement, prepared once, run in the connection's group commit (see {@link SqliteGroupCommit}). */
-  private runSqlite<Row>(text: string, values: unknown[]): Promise<SqlResult<Row>> {
-    const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
-    let writes: boolean;
-    try {
-      writes = !group.statement(text).readonly;
-    } catch (error) {
-      return Promise.reject(this.sqliteFailure(error, text, values));
+  /** The SQLite connection once no transaction is open on it (one of TypeORM's, between its statements). */
+  private async idleSqlite(): Promise<SqliteHandle> {
+    const sqlite = this.sqlite();
+    if (!sqlite.db.inTransaction) return sqlite;
+    const deadline = Date.now() + SQLITE_BUSY_WAIT_MS;
+    while (sqlite.db.inTransaction) {
+      if (Date.now() > deadline)
+        throw new QueryFailedError('BEGIN', [], Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
+      await sleep(1);
     }
-    return group.run(() => this.execSqlite<Row>(group, text, values), writes);
+    return sqlite;
   }
 
-  /** Runs a hot-path statement on SQLite now (the caller is inside the group commit or reads committed data). */
-  private execSqlite<Row>(group: SqliteGroupCommit, text: string, values: unknown[]): SqlResult<Row> {
+  private sqlite(): SqliteHandle {
+    const db = handlesOf(this.dataSource).sqlite;
+    if (!db || !db.open) throw new QueryFailedError('', [], new Error('The database connection is not open'));
+    if (this.sqliteHandle?.db !== db) {
+      this.sqliteHandle = {
+        db,
+        prepared: new LRUCache({ max: SQLITE_STATEMENTS }),
+        transaction: db.transaction((work: () => unknown) => work()),
+      };
+    }
+    return this.sqliteHandle;
+  }
+
+  /** Runs a statement on SQLite now. */
+  private execSqlite<Row>(sqlite: SqliteHandle, text: string, values: unknown[]): SqlResult<Row> {
     this.dataSource.logger.logQuery(text, values);
     try {
-      const prepared = group.statement(text);
+      let prepared = sqlite.prepared.get(text);
+      if (!prepared) sqlite.prepared.set(text, (prepared = sqlite.db.prepare(text)));
       if (!prepared.reader) return { rows: [], affected: prepared.run(...values).changes };
       const rows = prepared.all(...values) as Row[];
       return { rows, affected: rows.length };
     } catch (error) {
-      throw this.sqliteFailure(error, text, values);
+      this.dataSource.logger.logQueryError(error as Error, text, values);
+      throw new QueryFailedError(text, values, error as Error);
     }
-  }
-
-  private sqliteFailure(error: unknown, text: string, values: unknown[]): QueryFailedError {
-    this.dataSource.logger.logQueryError(error as Error, text, values);
-    return new QueryFailedError(text, values, error as Error);
   }
 
   /**
    * SQLite only: runs `work` — its statements, through `exec` (synchronous), and the plain code between them — as
-   * one unit of the group commit, all or none: a write that depends on what an earlier statement returned needs no
-   * second flush (and no second wait for one). Resolves with `work`'s result once committed; if `work` throws,
-   * none of its writes stay and the promise rejects with that error.
+   * one transaction, all or none: a write that depends on what an earlier statement returned needs no second
+   * round. Resolves with `work`'s result once committed; if `work` throws, none of its writes stay and the promise
+   * rejects with that error.
    */
-  sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
-    return this.inSqliteUnit((group) =>
+  async sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
+    if (this.postgres) throw new Error('sqliteUnit runs on SQLite only');
+    const sqlite = await this.idleSqlite();
+    return sqlite.transaction(() =>
       work(<Row>(statement: Statement, params: Record<string, unknown> = {}) => {
         const { text, values } = bindValues(statement, params, false);
-        return this.execSqlite<Row>(group, text, values);
+        return this.execSqlite<Row>(sqlite, text, values);
       }),
-    );
-  }
-
-  /** {@link sqliteUnit} for work that runs its statements through the connection's group itself. */
-  private inSqliteUnit<T>(work: (group: SqliteGroupCommit) => T): Promise<T> {
-    if (this.postgres) return Promise.reject(new Error('sqliteUnit runs on SQLite only'));
-    const group = SqliteGroupCommit.of(sqliteConnection(this.dataSource));
-    // Inside the batch's transaction the unit is a savepoint: its writes go all or none.
-    return group.run(() => group.unit(() => work(group)), true);
+    ) as T;
   }
 
   /**
    * Runs `writes` in one transaction: all of them or none (a change and its audit event, say). On SQLite the
-   * transaction is synchronous on the connection — nothing else of this process runs in between, so no other
-   * request's statement can end up inside it (as it would inside an ORM transaction, which awaits between its
-   * statements on the one connection). On PostgreSQL it holds a pooled connection for its statements. Returns the
-   * rows each write changed (0 for one skipped by `onlyIfChanged`).
+   * transaction is synchronous on the connection: nothing else of this process runs in between. On PostgreSQL it
+   * holds a pooled connection for its statements. Returns the rows each write changed (0 for one skipped by
+   * `onlyIfChanged`).
    */
   async atomic(writes: Write[]): Promise<number[]> {
     const { logger } = this.dataSource;
@@ -207,13 +219,18 @@ export class SqlRunner {
       return { text, values, onlyIfChanged: Boolean(write.onlyIfChanged), name: 'statement' in write ? write.statement.name : undefined };
     });
     if (!this.postgres) {
-      return this.inSqliteUnit((group) => {
+      const sqlite = await this.idleSqlite();
+      return sqlite.transaction(() => {
         const changed: number[] = [];
         for (const { text, values, onlyIfChanged } of compiled) {
-          changed.push(onlyIfChanged && !changed.at(-1) ? 0 : this.execSqlite(group, text, values).affected);
+          changed.push(onlyIfChanged && !changed.at(-1) ? 0 : this.execSqlite(sqlite, text, values).affected);
         }
         return changed;
-      });
+      }) as number[];
+    }
+    if (writes.length === 1 && 'statement' in writes[0] && !writes[0].onlyIfChanged) {
+      // One statement is a transaction of its own: no connection held for BEGIN and COMMIT.
+      return [(await this.run(writes[0].statement, writes[0].params)).affected];
     }
     const client = await this.pool().connect();
     const changed: number[] = [];
@@ -242,9 +259,20 @@ export class SqlRunner {
     return changed;
   }
 
+  /**
+   * SQLite only: `work` inside one `BEGIN IMMEDIATE` transaction on the connection (the write lock from its first
+   * statement, so no other process writes between its read and its writes), synchronous like {@link sqliteUnit}.
+   */
+  async sqliteImmediate<T>(work: (db: Database) => T): Promise<T> {
+    const sqlite = await this.idleSqlite();
+    return sqlite.db.transaction(() => work(sqlite.db)).immediate();
+  }
+
   /** The driver's pool, read at each call: a reconnected data source has a new one. */
-  private pool(): Pool {
-    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  pool(): Pool {
+    const pool = handlesOf(this.dataSource).pool;
+    if (!pool) throw new QueryFailedError('', [], new Error('Connection pool is not open'));
+    return pool;
   }
 
   /** The first row, if any. */
@@ -292,13 +320,7 @@ export class SqlRunner {
     logger.logQuery(text, values);
     let result: QueryResult;
     try {
-      const query = { name: statement.name, text, values };
-      const { pooled, unprepared } = statement.options;
-      result = await (unprepared
-        ? this.pool().query({ text, values })
-        : pooled
-          ? this.pool().query(query)
-          : pipelineOf(this.pool()).query(query));
+      result = await this.pool().query(statement.options.unprepared ? { text, values } : { name: statement.name, text, values });
     } catch (error) {
       logger.logQueryError(error as Error, text, values);
       throw new QueryFailedError(text, values, error as Error);

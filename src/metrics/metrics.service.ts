@@ -1,15 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { handlesOf } from '../database/connections';
 import { RATE_LIMIT_BUCKETS, type RateLimitBucket } from '../common/rate-limit/rate-limit.config';
 import type { RequestObserver } from '../logging/access-log.middleware';
 import { GRANT_TYPES, type GrantType } from '../oauth/entities/client.entity';
 import { MetricsConfig } from './metrics.config';
-import { RequestDurationHistogram, type RequestSeries, newRequestSeries, observeDuration } from './request-durations';
 
 /** The `route` of a request no route took (a 404, a 405, the documentation's static files). */
 export const UNMATCHED_ROUTE = 'unmatched';
+/** The labels of one request series. */
+type RequestLabels = Readonly<Record<'method' | 'route' | 'status', string>>;
+
+/** One series of the request metrics: its histogram child, made once, and its count. */
+interface RequestSeries {
+  readonly labels: RequestLabels;
+  readonly durations: { observe(seconds: number): void };
+  count: number;
+}
+
 /** Methods kept as they are in the `method` label; any other is `OTHER`, so clients cannot add label values. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
@@ -38,12 +48,12 @@ export class MetricsService {
       for (const series of this.allRequestSeries) this.requests.inc(series.labels, series.count);
     },
   });
-  // Kept in the series too, and read out at each scrape: see RequestDurationHistogram.
-  private readonly durations = new RequestDurationHistogram(
-    'http_request_duration_seconds',
-    'Time from the request reaching the service to the last byte of its answer, by method, route template and status',
-    () => this.allRequestSeries,
-  ).registerIn(this.registry);
+  private readonly durations = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from the request reaching the service to the last byte of its answer, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
   private readonly tokensIssued = new Counter({
     name: 'oauth_tokens_issued_total',
     help: 'Successful token responses of POST /token, by grant type',
@@ -97,7 +107,9 @@ export class MetricsService {
 
   /** One answered request (a bound function, for the access log to call); the hot path of every request. */
   readonly observeRequest: RequestObserver = (method, route, status, ms) => {
-    observeDuration(this.seriesOf(METHODS.has(method) ? method : 'OTHER', route ?? UNMATCHED_ROUTE, status), ms / 1000);
+    const series = this.seriesOf(METHODS.has(method) ? method : 'OTHER', route ?? UNMATCHED_ROUTE, status);
+    series.count++;
+    series.durations.observe(ms / 1000);
   };
 
   tokenIssued(grantType: GrantType): void {
@@ -127,7 +139,8 @@ export class MetricsService {
     if (!byStatus) byMethod.set(method, (byStatus = new Map()));
     let series = byStatus.get(status);
     if (!series) {
-      series = newRequestSeries(Object.freeze({ method, route, status: String(status) }));
+      const labels = Object.freeze({ method, route, status: String(status) });
+      series = { labels, durations: this.durations.labels(labels), count: 0 };
       byStatus.set(status, series);
       this.allRequestSeries.push(series);
     }
@@ -139,7 +152,7 @@ export class MetricsService {
    * SQLite has no pool (one synchronous connection), so these gauges are not exposed there.
    */
   private measurePool(dataSource: DataSource): void {
-    const pool = () => (dataSource.driver as unknown as { master?: Pool }).master;
+    const pool = () => handlesOf(dataSource).pool;
     const gauge = (name: string, help: string, read: (pool: Pool) => number) =>
       new Gauge({
         name,

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { type PublicJwk, checkedJwks } from './client-jwks';
 import type { Client } from './entities/client.entity';
 import { RemoteJsonFetcher } from './remote-json';
@@ -26,7 +27,7 @@ interface Fetched {
 @Injectable()
 export class ClientKeys {
   private readonly logger = new Logger(ClientKeys.name);
-  private readonly fetched = new Map<string, Fetched>();
+  private readonly fetched = new LRUCache<string, Fetched>({ max: CACHE_MAX }); // reused for JWKS_URI_TTL_MS (see keysOf)
   private readonly pending = new Map<string, Promise<PublicJwk[]>>();
 
   constructor(private readonly remote: RemoteJsonFetcher) {}
@@ -55,7 +56,6 @@ export class ClientKeys {
       } catch (error) {
         this.logger.warn(`could not use the jwks_uri of client ${clientId}: ${(error as Error).message}`);
       }
-      if (this.fetched.size >= CACHE_MAX && !this.fetched.has(clientId)) this.fetched.delete(this.fetched.keys().next().value!);
       this.fetched.set(clientId, { url, keys, at: Date.now(), refreshedAt });
       return keys;
     })().finally(() => this.pending.delete(clientId));

@@ -1,4 +1,5 @@
 import { type AuditBy, type AuditContext, BY_SYSTEM } from '../audit/audit-events';
+import { LRUCache } from 'lru-cache';
 import { AuditService } from '../audit/audit.service';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
@@ -352,7 +353,7 @@ function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write
 
 @Injectable()
 export class ClientsService {
-  private readonly cache = new Map<string, { client: Readonly<Client>; until: number }>();
+  private readonly cache = new LRUCache<string, Readonly<Client>>({ max: CLIENT_CACHE_MAX, ttl: CLIENT_CACHE_TTL_MS });
   /** Failed authentications are counted, not each written, past a few a minute per client (unknown ones together). */
   private readonly failureEvents = new EventBudget(FAILURE_EVENTS_PER_MINUTE, 60_000);
 
@@ -598,14 +599,12 @@ export class ClientsService {
     if (isClientIdUrl(clientId) && !(this.metadataDocuments.enabled && this.metadataDocuments.admits(new URL(clientId).hostname))) {
       return undefined;
     }
-    const now = Date.now();
     const cached = this.cache.get(clientId);
-    if (cached && cached.until > now) return cached.client;
+    if (cached) return cached;
     const client = await this.clients.findOne({ where: { id: clientId } });
     this.cache.delete(clientId);
     if (!client) return undefined;
-    if (this.cache.size >= CLIENT_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(clientId, { client: Object.freeze(client), until: now + CLIENT_CACHE_TTL_MS });
+    this.cache.set(clientId, Object.freeze(client));
     return client;
   }
 

@@ -66,16 +66,9 @@ const CODE_INSERT = `
 const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${CODE_INSERT}`,
 );
-/** SQLite: the same through the `code_issue` view, whose INSTEAD OF trigger writes the three rows. */
-const INSERT_CODE_ISSUE = new Statement(
-  `
-  INSERT INTO code_issue
-    (grant_id, user_id, client_id, scope, resources, created_at, grant_expires_at, auth_time, sid,
-     code_hash, redirect_uri, code_challenge, code_expires_at, nonce, audit_id, actor, address, request_id, details)
-  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, :authTime, :sid,
-     :codeHash, :redirectUri, :codeChallenge, :codeExpiresAt, :nonce, :auditId, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`,
-  { sqliteOnly: true },
-);
+/** SQLite: the grant and the code, two writes of one transaction with the event. */
+const INSERT_GRANT = new Statement(GRANT_INSERT);
+const INSERT_CODE = new Statement(CODE_INSERT);
 /**
  * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
  * session is live, in one statement (one round trip for the whole authorization request).
@@ -193,9 +186,8 @@ interface ConsumedCode {
  * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant; redeeming it is decided
  * by one conditional UPDATE whose returned row picks the one winner, across requests and instances. The hot path
  * is plain SQL instead of the ORM, and each write carries its audit event in the same statement: on PostgreSQL
- * one statement issues a code, one redeems it (with the refresh token); on SQLite, one issues it (through the
- * `code_issue` view) and two redeem it in one unit of the group commit (in-process statements cost microseconds,
- * not round trips).
+ * one statement issues a code, one redeems it (with the refresh token); on SQLite, a transaction of three writes
+ * issues it and one of two to three redeems it (in-process statements cost microseconds, not round trips).
  */
 @Injectable()
 export class CodeGrantService {
@@ -212,7 +204,10 @@ export class CodeGrantService {
   /** Starts a grant and returns its authorization code (shown once; stored as a hash), with its `code.issued` event. */
   async issueCode(input: IssueCodeInput): Promise<string> {
     const { code, params, event } = this.newCode(input, input, Date.now());
-    await this.db.run(this.db.postgres ? INSERT_GRANT_AND_CODE : INSERT_CODE_ISSUE, params);
+    if (this.db.postgres) await this.db.run(INSERT_GRANT_AND_CODE, params);
+    else {
+      await this.db.atomic([{ statement: INSERT_GRANT, params }, { statement: INSERT_CODE, params }, AuditService.writeOf(event)]);
+    }
     this.audit.log(event);
     return code;
   }
@@ -316,7 +311,7 @@ export class CodeGrantService {
         { settle: CODE_SETTLED, outcome: CONSUMED_OUTCOME },
       );
     } else {
-      // One unit of the group commit: the code's consumption and, when its checks pass, the event with the refresh
+      // One transaction: the code's consumption and, when its checks pass, the event with the refresh
       // token (for a client allowed the refresh-token grant). A refused code stays consumed; if storing what it
       // yields fails, nothing of the unit stays (as with PostgreSQL's one statement).
       const issuing = withRefresh ? this.issuer.newRefreshToken() : undefined;
@@ -332,8 +327,8 @@ export class CodeGrantService {
           throw error;
         }
         event.userId = consumed.user_id;
-        const write = issuing ? this.issuer.refreshTokenWrite(grant, now, event, consumed.scope, issuing) : AuditService.writeOf(event);
-        exec(write.statement, write.params);
+        const writes = issuing ? this.issuer.refreshTokenWrites(grant, now, event, consumed.scope, issuing) : [AuditService.writeOf(event)];
+        for (const { statement, params } of writes) exec(statement, params);
         consumed.issued = issuing !== undefined;
         consumed.audited = true;
         return [consumed, { grant }];

@@ -165,10 +165,10 @@ export class RefreshGrantService {
     const login = loginOf(row.grant_auth_time, row.grant_sid);
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
     // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
-    // without the successor it was rotated to, and on SQLite it is one write of the group commit instead of two.
+    // without the successor it was rotated to.
     const [won] = await this.db.atomic([
       { statement: ROTATE_REFRESH_TOKEN, params: { now, tokenHash, sealed } },
-      { ...this.issuer.refreshTokenWrite(grant, now, event, row.scope, next), onlyIfChanged: true },
+      ...this.issuer.refreshTokenWrites(grant, now, event, row.scope, next, true),
     ]);
     if (!won) {
       // Another request rotated it in between: this one is a second presentation.

@@ -21,7 +21,7 @@ const BATCH_PAUSE_MS = 50;
  * Each statement deletes up to `:batch` rows (by key, through an index on what decides) of one table, planned at
  * each run with its cutoff (a prepared plan made while the tables were small would read them whole).
  */
-const pruned = (source: string) => new Statement(source, { pooled: true, unprepared: true });
+const pruned = (source: string) => new Statement(source, { unprepared: true });
 
 /**
  * What nothing can use any more, in the order it is deleted (children before their grants): each entry a table (as

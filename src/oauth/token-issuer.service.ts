@@ -16,16 +16,8 @@ const REFRESH_TOKEN_INSERT = `
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
 /** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
 const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(`WITH audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${REFRESH_TOKEN_INSERT}`);
-/** SQLite: the `refresh_token_issue` view, whose INSTEAD OF trigger writes both rows. */
-const INSERT_REFRESH_TOKEN_SQLITE = new Statement(
-  `
-  INSERT INTO refresh_token_issue
-    (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at,
-     audit_id, audit_type, actor, address, request_id, details)
-  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt,
-     :auditId, :auditType, :auditActor, :auditAddress, :auditRequestId, :auditDetails)`,
-  { sqliteOnly: true },
-);
+/** SQLite: the refresh token alone (the event is a second write of the same transaction). */
+const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 
 /**
  * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the
@@ -195,31 +187,38 @@ export class TokenIssuer {
    */
   async issue(grant: GrantRef, scope: string, now: number, event: AuditEvent): Promise<TokenResponse> {
     const refresh = this.newRefreshToken();
-    const { statement, params } = this.refreshTokenWrite(grant, now, event, scope, refresh);
-    await this.db.run(statement, params);
+    await this.db.atomic(this.refreshTokenWrites(grant, now, event, scope, refresh));
     this.audit.log(event);
     return this.respond(grant, scope, refresh);
   }
 
   /**
-   * The statement that stores `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
-   * are the grant's), for a caller that makes it part of a group of writes ({@link SqlRunner.atomic}, {@link SqlRunner.sqliteUnit}).
+   * The writes that store `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
+   * are the grant's), for a caller that makes them part of a group of writes ({@link SqlRunner.atomic},
+   * {@link SqlRunner.sqliteUnit}): on PostgreSQL one statement, on SQLite two. With `onlyIfChanged`, they run only
+   * when the write before them changed a row.
    */
-  refreshTokenWrite(grant: GrantRef, now: number, event: AuditEvent, refreshScope: string, refresh: RefreshTokenSecret): StatementWrite {
-    return {
-      statement: this.db.postgres ? INSERT_REFRESH_TOKEN_POSTGRES : INSERT_REFRESH_TOKEN_SQLITE,
-      params: {
-        tokenHash: refresh.hash,
-        grantId: grant.id,
-        clientId: grant.clientId,
-        userId: grant.userId,
-        scope: refreshScope,
-        now,
-        // The family's lifetime is absolute: rotation never extends it.
-        expiresAt: grant.expiresAt,
-        ...AuditService.params(event),
-      },
+  refreshTokenWrites(
+    grant: GrantRef,
+    now: number,
+    event: AuditEvent,
+    refreshScope: string,
+    refresh: RefreshTokenSecret,
+    onlyIfChanged = false,
+  ): StatementWrite[] {
+    const params = {
+      tokenHash: refresh.hash,
+      grantId: grant.id,
+      clientId: grant.clientId,
+      userId: grant.userId,
+      scope: refreshScope,
+      now,
+      // The family's lifetime is absolute: rotation never extends it.
+      expiresAt: grant.expiresAt,
+      ...AuditService.params(event),
     };
+    if (this.db.postgres) return [{ statement: INSERT_REFRESH_TOKEN_POSTGRES, params, onlyIfChanged }];
+    return [{ statement: INSERT_REFRESH_TOKEN, params, onlyIfChanged }, AuditService.writeOf(event, { onlyIfChanged })];
   }
 
   /**

@@ -46,11 +46,9 @@ export function pageStatement(sort: UserSortKey, descending: boolean, byGender: 
   let statement = pages.get(key);
   if (!statement) {
     const direction = descending ? 'DESC' : 'ASC';
-    // Pooled, not pipelined: a deep page (a large OFFSET) reads many rows.
     statement = new Statement(
       `SELECT id, email, name, gender, age, role, created_at, updated_at FROM users${byGender ? ' WHERE gender = :gender' : ''}
        ORDER BY ${SORT_COLUMNS[sort]} ${direction}, id ${direction} LIMIT :limit OFFSET :offset`,
-      { pooled: true },
     );
     pages.set(key, statement);
   }

@@ -1,7 +1,6 @@
 import { connect } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExpressHttpAdapter } from '../../src/common/express-adapter';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { userBody } from '../support/factories';
 import { NO_RATE_LIMITS, expectOAuthError } from '../support/oauth';
@@ -19,24 +18,6 @@ describe('HTTP edges: methods, encodings', () => {
     adminToken = await t.token(admin.id);
   });
   afterAll(() => t.close());
-
-  it('finds the literal routes through the index of paths, parameter routes through the walk', async () => {
-    const indexed = (t.app.getHttpAdapter() as ExpressHttpAdapter).indexedPaths;
-    expect(indexed).toEqual(expect.arrayContaining(['/authorize', '/token', '/api/resource', '/users', '/.well-known/jwks.json']));
-    expect(indexed.filter((path) => /[:*]/.test(path))).toEqual([]);
-    // Through the index, the answers are the routes' own, and a route with parameters still gets them.
-    const resource = await t
-      .http()
-      .get('/api/resource')
-      .set(...bearer(adminToken));
-    expect(resource.status).toBe(200);
-    const self = await t
-      .http()
-      .get(`/users/${admin.id}`)
-      .set(...bearer(adminToken));
-    expect(self.status).toBe(200);
-    expect(self.body.id).toBe(admin.id);
-  });
 
   describe('a method the resource does not have', () => {
     it.each([

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
 
 /** SQLite: the views and their INSTEAD OF triggers, as this migration creates them. */
-const VIEWS = [
+export const VIEWS = [
   `CREATE VIEW code_issue AS SELECT
      g.id AS grant_id, g.user_id, g.client_id, g.scope, g.resources, g.created_at, g.expires_at AS grant_expires_at,
      c.code_hash, c.redirect_uri, c.code_challenge, c.expires_at AS code_expires_at,

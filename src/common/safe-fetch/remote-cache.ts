@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /** What a load gives the cache: the value and how long it may be reused. */
 export interface Loaded<T> {
   value: T;
@@ -22,16 +24,18 @@ type Entry<T> = { until: number; value: T } | { until: number; failure: CachedFa
  * Remote documents by URL, each instance its own: a value is reused until its time is up, a {@link CachedFailure}
  * is thrown again until its (short) time is up — so a flood of requests naming a broken URL costs one fetch — and
  * concurrent requests for one URL share one load (which gets the `context` of the request that started it). At
- * most `max` entries; the oldest goes first.
+ * most `max` entries; the least recently used goes first.
  */
 export class RemoteCache<T, C = void> {
-  private readonly entries = new Map<string, Entry<T>>();
+  private readonly entries: LRUCache<string, Entry<T>>;
   private readonly loading = new Map<string, Promise<T>>();
 
   constructor(
     private readonly load: (key: string, context: C) => Promise<Loaded<T>>,
-    private readonly max = 1_000,
-  ) {}
+    max = 1_000,
+  ) {
+    this.entries = new LRUCache({ max });
+  }
 
   async get(key: string, context: C, now = Date.now()): Promise<T> {
     const entry = this.entries.get(key);
@@ -67,8 +71,6 @@ export class RemoteCache<T, C = void> {
   }
 
   private remember(key: string, entry: Entry<T>): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, entry);
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import { CachedFailure, RemoteCache } from '../../common/safe-fetch/remote-cache';
@@ -45,7 +46,7 @@ const UPDATE_CLIENT = sql`
 export class ClientMetadataDocuments {
   private readonly cache: RemoteCache<Readonly<Client>, undefined>;
   /** Per URL client, a SHA-256 of the document this instance last made sure its row holds (a bounded memo). */
-  private readonly written = new Map<string, string>();
+  private readonly written = new LRUCache<string, string>({ max: MAX_WRITTEN });
 
   constructor(
     readonly config: ClientMetadataConfig,
@@ -124,7 +125,6 @@ export class ClientMetadataDocuments {
       this.audit.log(updated);
       this.clients.forget(client.id);
     }
-    if (this.written.size >= MAX_WRITTEN && !this.written.has(client.id)) this.written.delete(this.written.keys().next().value!);
     this.written.set(client.id, digest);
   }
 }

@@ -24,7 +24,7 @@ const VIEWS_BEFORE = [
  * SQLite: `code_issue` writing the login's time and session id on the grant and the request's nonce on the code.
  * (`refresh_token_issue` writes nothing this migration adds, and stays as it is.)
  */
-const VIEWS_AFTER = [
+export const VIEWS_AFTER = [
   `CREATE VIEW code_issue AS SELECT
      g.id AS grant_id, g.user_id, g.client_id, g.scope, g.resources, g.created_at, g.expires_at AS grant_expires_at,
      g.auth_time, g.sid,

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handlesOf } from '../../src/database/connections';
+import { SqlRunner, Statement } from '../../src/database/sql';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
+
+const INSERT = new Statement(`INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)
+  VALUES (:id, :at, 'test.event', 'test', NULL, NULL, NULL, NULL, NULL)`);
+const INSERT_WITHOUT_TYPE = new Statement(`INSERT INTO audit_events (id, at, type, actor) VALUES (:id, 0, NULL, 'test')`);
+const COUNT = new Statement(`SELECT COUNT(*) AS n FROM audit_events WHERE id = :id`);
+
+describe('SqlRunner: the hot paths on the data source’s own connections', () => {
+  let t: TestApp;
+  let db: SqlRunner;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    db = t.app.get(SqlRunner);
+    dataSource = t.app.get(DataSource);
+  });
+  afterAll(() => t.close());
+
+  const exists = async (id: string) => Number((await db.one<{ n: number | string }>(COUNT, { id }))!.n) === 1;
+
+  it('finds the driver handles through TypeORM’s documented options (prepareDatabase, driver)', () => {
+    const handles = handlesOf(dataSource);
+    if (POSTGRES) {
+      expect(handles.pool).toBeDefined();
+      expect(handles.sqlite).toBeUndefined();
+    } else {
+      expect(handles.sqlite?.open).toBe(true);
+      expect(handles.pool).toBeUndefined();
+    }
+  });
+
+  it('a write made while a TypeORM transaction is open stays when that transaction rolls back', async () => {
+    const mine = randomUUID();
+    const theirs = randomUUID();
+    let written: Promise<unknown> | undefined;
+    await expect(
+      dataSource.transaction(async (manager) => {
+        await manager.query(
+          `INSERT INTO audit_events (id, at, type, actor) VALUES (${POSTGRES ? '$1, $2' : '?, ?'}, 'test.rolled_back', 'test')`,
+          [theirs, Date.now()],
+        );
+        // The hot path's write comes in while the transaction awaits between its statements.
+        written = db.run(INSERT, { id: mine, at: Date.now() });
+        await sleep(30);
+        throw new Error('rolled back on purpose');
+      }),
+    ).rejects.toThrow('rolled back on purpose');
+    await written;
+    expect(await exists(theirs)).toBe(false);
+    expect(await exists(mine)).toBe(true);
+  });
+
+  it('atomic writes go all or none', async () => {
+    const id = randomUUID();
+    await expect(
+      db.atomic([
+        { statement: INSERT, params: { id, at: Date.now() } },
+        { statement: INSERT_WITHOUT_TYPE, params: { id: randomUUID() } }, // NOT NULL: fails
+      ]),
+    ).rejects.toThrow();
+    expect(await exists(id)).toBe(false);
+    const other = randomUUID();
+    expect(await db.atomic([{ statement: INSERT, params: { id: other, at: Date.now() } }])).toEqual([1]);
+    expect(await exists(other)).toBe(true);
+  });
+
+  it('onlyIfChanged skips a write when the one before it changed nothing', async () => {
+    const id = randomUUID();
+    const update = new Statement(`UPDATE audit_events SET actor = 'x' WHERE id = :id`);
+    expect(
+      await db.atomic([
+        { statement: update, params: { id: randomUUID() } },
+        { statement: INSERT, params: { id, at: Date.now() }, onlyIfChanged: true },
+      ]),
+    ).toEqual([0, 0]);
+    expect(await exists(id)).toBe(false);
+  });
+});
