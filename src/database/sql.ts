@@ -124,8 +124,10 @@ interface SqliteHandle {
  * `connections.ts`), its logging hook and error type (`QueryFailedError`) — without query building or entity
  * hydration. Meant for the few statements per request on the hot paths; everything else stays on repositories.
  *
- * PostgreSQL: each statement is a named prepared statement on a pooled connection (node-postgres prepares it once
- * per connection; later runs only bind and execute); {@link atomic} holds one connection for its transaction.
+ * PostgreSQL: each statement is a named prepared statement (node-postgres prepares it once per connection; later
+ * runs only bind and execute), sent on the data source's pipelined connection (`pipelined-connection.ts`: it does
+ * not wait for the answers to the statements before it, and each is its own transaction) or, when that one is
+ * full, on a pooled connection; {@link atomic} holds a pooled connection for its transaction.
  * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
  *
  * SQLite: better-sqlite3 runs a statement synchronously on the one connection, prepared once. A statement never
@@ -141,11 +143,16 @@ export class SqlRunner {
     this.postgres = dataSource.options.type === 'postgres';
   }
 
-  async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
-    const { text, values } = bindValues(statement, params, this.postgres);
-    if (this.postgres) return this.runPrepared<Row>(statement, text, values);
-    const sqlite = await this.idleSqlite();
-    return this.execSqlite<Row>(sqlite, text, values);
+  run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
+    try {
+      const { text, values } = bindValues(statement, params, this.postgres);
+      if (this.postgres) return this.runPrepared<Row>(statement, text, values);
+      const sqlite = this.sqlite();
+      if (!sqlite.db.inTransaction) return Promise.resolve(this.execSqlite<Row>(sqlite, text, values));
+      return this.idleSqlite().then((idle) => this.execSqlite<Row>(idle, text, values));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** The SQLite connection once no transaction is open on it (one of TypeORM's, between its statements). */
@@ -320,7 +327,11 @@ export class SqlRunner {
     logger.logQuery(text, values);
     let result: QueryResult;
     try {
-      result = await this.pool().query(statement.options.unprepared ? { text, values } : { name: statement.name, text, values });
+      if (statement.options.unprepared) result = await this.pool().query({ text, values });
+      else {
+        const query = { name: statement.name, text, values };
+        result = await (handlesOf(this.dataSource).pipeline?.query(query) ?? this.pool().query(query));
+      }
     } catch (error) {
       logger.logQueryError(error as Error, text, values);
       throw new QueryFailedError(text, values, error as Error);

@@ -1,48 +1,46 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
 import type { AuthPrincipal } from '../auth/principal';
 import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
 import type { Page } from '../common/pagination';
 import { UsersService } from '../users/users.service';
 import type { CreateOrderDto } from './dto/create-order.dto';
-import type { ListOrdersQueryDto, OrderSortKey } from './dto/list-orders-query.dto';
+import type { ListOrdersQueryDto } from './dto/list-orders-query.dto';
 import { OrdersError } from './orders.errors';
 import { OrderResponseDto } from './dto/order-response.dto';
-import { Order } from './order.entity';
-
-const SORT_COLUMNS: Record<OrderSortKey, string> = { createdAt: 'o.created_at', totalCents: 'o.total_cents' };
+import { OrdersRepository } from './orders.repository';
 
 @Injectable()
 export class OrdersService {
   constructor(
-    @InjectRepository(Order) private readonly orders: Repository<Order>,
+    private readonly orders: OrdersRepository,
     private readonly users: UsersService,
   ) {}
 
   async list(principal: AuthPrincipal, userId: string, query: ListOrdersQueryDto): Promise<Page<OrderResponseDto>> {
     await this.ownerMustExist(principal, userId);
-    const qb = this.orders.createQueryBuilder('o').where('o.user_id = :userId', { userId });
-    if (query.status) qb.andWhere('o.status = :status', { status: query.status });
-    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
-    qb.orderBy(SORT_COLUMNS[query.sort ?? 'createdAt'], direction).addOrderBy('o.id', direction);
-    const [rows, total] = await Promise.all([qb.clone().offset(query.offset).limit(query.limit).getMany(), qb.getCount()]);
+    const [rows, total] = await this.orders.pageOf(userId, {
+      status: query.status,
+      sort: query.sort ?? 'createdAt',
+      descending: query.order === 'desc',
+      limit: query.limit,
+      offset: query.offset,
+    });
     return { data: rows.map(OrderResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
   }
 
   async get(principal: AuthPrincipal, userId: string, orderId: string): Promise<OrderResponseDto> {
     await this.users.accessibleUserId(principal, userId);
     // Scoped by owner as well as id: another user's order is simply not found.
-    const order = await this.orders.findOne({ where: { id: orderId, userId } });
+    const order = await this.orders.findOfUser(userId, orderId);
     if (!order) throw new DomainError(OrdersError.NotFound, 'No such order.');
     return OrderResponseDto.from(order);
   }
 
   async create(principal: AuthPrincipal, userId: string, dto: CreateOrderDto): Promise<OrderResponseDto> {
     await this.ownerMustExist(principal, userId);
-    const order = this.orders.create({
+    const order = this.orders.build({
       id: randomUUID(),
       userId,
       item: dto.item,

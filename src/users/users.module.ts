@@ -6,12 +6,13 @@ import { PasswordHasher } from './password-hasher';
 import { UserCount } from './user-count.entity';
 import { User } from './user.entity';
 import { UsersController } from './users.controller';
+import { UsersRepository } from './users.repository';
 import { UsersService } from './users.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([User, UserCount])],
   controllers: [UsersController],
-  providers: [UsersService, PasswordHasher, SqlRunner, { provide: RoleDirectory, useExisting: UsersService }],
+  providers: [UsersService, UsersRepository, PasswordHasher, SqlRunner, { provide: RoleDirectory, useExisting: UsersService }],
   exports: [UsersService, PasswordHasher],
 })
 export class UsersModule {}

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Statement } from '../../src/database/sql';
 import { USER_SORT_KEYS } from '../../src/users/dto/list-users-query.dto';
-import { pageStatement } from '../../src/users/users.queries';
+import { pageStatement } from '../../src/users/users.repository';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, NO_RATE_LIMITS, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type CapturedQuery, captureQueries } from '../support/queries';

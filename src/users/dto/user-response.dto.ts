@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PageInfoDto } from '../../common/pagination';
 import { GENDERS, type Gender, ROLES, type Role } from '../user.entity';
-import type { ListedUser } from '../users.queries';
+import type { ListedUser } from '../users.repository';
 
 export class UserResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import type { OrderSortKey } from './dto/list-orders-query.dto';
+import { Order, type OrderStatus } from './order.entity';
+
+/** Sort keys map to columns through this allow-list only. */
+const SORT_COLUMNS: Record<OrderSortKey, string> = { createdAt: 'o.created_at', totalCents: 'o.total_cents' };
+
+/** The orders module's one way to its table. */
+@Injectable()
+export class OrdersRepository {
+  constructor(@InjectRepository(Order) private readonly orders: Repository<Order>) {}
+
+  /** A page of one user's orders (of one status), sorted by `sort` then id, with the total count. */
+  async pageOf(
+    userId: string,
+    options: { status?: OrderStatus; sort: OrderSortKey; descending: boolean; limit: number; offset: number },
+  ): Promise<[Order[], number]> {
+    const qb = this.orders.createQueryBuilder('o').where('o.user_id = :userId', { userId });
+    if (options.status) qb.andWhere('o.status = :status', { status: options.status });
+    const direction = options.descending ? 'DESC' : 'ASC';
+    qb.orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('o.id', direction);
+    return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
+  }
+
+  /** One order of one user (another user's order is not found). */
+  findOfUser(userId: string, orderId: string): Promise<Order | null> {
+    return this.orders.findOne({ where: { id: orderId, userId } });
+  }
+
+  /** A new order from its fields (not stored yet). */
+  build(fields: Partial<Order>): Order {
+    return this.orders.create(fields);
+  }
+
+  async insert(order: Order): Promise<void> {
+    await this.orders.insert(order);
+  }
+}
