@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
+import { AuditRepository } from './audit.repository';
 import { AuditEvent } from './audit-event.entity';
 import { AuditConfig } from './audit.config';
 import { AuditEventsController } from './audit-events.controller';
@@ -15,7 +16,7 @@ import { AuditService } from './audit.service';
 @Module({
   imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig)],
   controllers: [AuditEventsController],
-  providers: [AuditService, AuditRetentionService, SqlRunner],
+  providers: [AuditService, AuditRepository, AuditRetentionService, SqlRunner],
   exports: [AuditService],
 })
 export class AuditModule {}

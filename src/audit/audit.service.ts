@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import pino from 'pino';
-import { LessThan, type Repository } from 'typeorm';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, Statement, type StatementWrite, type Write } from '../database/sql';
+import type { StatementWrite, Write } from '../database/sql';
 import { type Page } from '../common/pagination';
 import { ACCESS_LOGGER } from '../logging/logging.module';
-import { AuditEvent } from './audit-event.entity';
+import type { AuditEvent } from './audit-event.entity';
 import type { AuditBy, AuditContext, AuditEventInput } from './audit-events';
+import { AuditRepository } from './audit.repository';
 import type { AuditEventsQueryDto } from './dto/audit-events-query.dto';
 
 /** An event as the admin API shows it. */
@@ -25,24 +24,14 @@ export interface AuditEventView {
 }
 
 /**
- * The columns of an `audit_events` row and the named parameters {@link AuditService.params} binds to them, for the
- * hot paths that write the event in the same SQL statement as the change it describes (`:now` is the time).
- */
-export const AUDIT_INSERT = 'INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)';
-export const AUDIT_VALUES =
-  ':auditId, :now, :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId, :auditDetails';
-const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_INSERT} VALUES (${AUDIT_VALUES})`);
-
-/**
  * The audit trail: every security event is a row, written in the same transaction as the change it describes,
  * and, once that is committed, one structured log line (`"audit": {…}`). Neither ever holds a secret.
  */
 @Injectable()
 export class AuditService {
   constructor(
-    @InjectRepository(AuditEvent) private readonly events: Repository<AuditEvent>,
+    private readonly events: AuditRepository,
     config: AppConfig,
-    private readonly db: SqlRunner,
     @Optional() @Inject(ACCESS_LOGGER) logger?: pino.Logger,
   ) {
     // The command line has no application logger: its audit lines go to stderr (stdout is its JSON answer).
@@ -66,18 +55,9 @@ export class AuditService {
     };
   }
 
-  /** The parameters of {@link AUDIT_VALUES} for an event (its time is the statement's `:now`). */
+  /** The parameters of an event's row, for a repository whose statement writes it too (see `AUDIT_ROW`). */
   static params(event: AuditEvent): Record<string, unknown> {
-    return {
-      auditId: event.id,
-      auditType: event.type,
-      auditActor: event.actor,
-      auditUserId: event.userId,
-      auditClientId: event.clientId,
-      auditAddress: event.address,
-      auditRequestId: event.requestId,
-      auditDetails: event.details,
-    };
+    return AuditRepository.params(event);
   }
 
   /** Records an event that goes with no other change (a failed login), and logs it. */
@@ -89,7 +69,7 @@ export class AuditService {
 
   /** {@link record} for an event already built (by {@link AuditService.event}). */
   async save(event: AuditEvent): Promise<void> {
-    await this.db.run(INSERT_AUDIT_EVENT, AuditService.writeOf(event).params);
+    await this.events.insert(event);
     this.log(event);
   }
 
@@ -99,13 +79,13 @@ export class AuditService {
    */
   async recorded(input: Omit<AuditEventInput, 'actor'>, by: AuditBy, writes: Write[]): Promise<void> {
     const event = AuditService.event({ ...input, actor: by.actor }, by.context);
-    await this.db.atomic([...writes, AuditService.writeOf(event)]);
+    await this.events.insertWith(event, writes);
     this.log(event);
   }
 
   /** The insert of an event, to go in a group of {@link SqlRunner.atomic} writes with its change. */
   static writeOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): StatementWrite {
-    return { statement: INSERT_AUDIT_EVENT, params: { now: event.at, ...AuditService.params(event) }, ...options };
+    return AuditRepository.insertOf(event, options);
   }
 
   /** The log line of an event whose row is committed. */
@@ -117,22 +97,13 @@ export class AuditService {
   }
 
   async list(query: AuditEventsQueryDto): Promise<Page<AuditEventView>> {
-    const qb = this.events.createQueryBuilder('e');
-    if (query.type) qb.andWhere('e.type = :type', { type: query.type });
-    if (query.user_id) qb.andWhere('e.user_id = :userId', { userId: query.user_id });
-    if (query.client_id) qb.andWhere('e.client_id = :clientId', { clientId: query.client_id });
-    if (query.from) qb.andWhere('e.at >= :from', { from: Date.parse(query.from) });
-    if (query.to) qb.andWhere('e.at < :to', { to: Date.parse(query.to) });
-    const order = query.order === 'asc' ? 'ASC' : 'DESC';
-    qb.orderBy('e.at', order).addOrderBy('e.seq', order).take(query.limit).skip(query.offset);
-    const [rows, total] = await qb.getManyAndCount();
+    const [rows, total] = await this.events.page(query);
     return { data: rows.map(view), page: { limit: query.limit, offset: query.offset, total } };
   }
 
   /** Forgets the events older than `before` (epoch ms); returns how many. */
   async prune(before: number): Promise<number> {
-    const result = await this.events.delete({ at: LessThan(before) });
-    return result.affected ?? 0;
+    return this.events.deleteBefore(before);
   }
 }
 

@@ -6,6 +6,7 @@ import { KEY_CLOCK, systemClock } from './key-clock';
 import { JwksController } from './jwks.controller';
 import { KeysConfig } from './keys.config';
 import { SigningKey } from './signing-key.entity';
+import { SigningKeysRepository } from './signing-keys.repository';
 import { SigningKeysService } from './signing-keys.service';
 
 /**
@@ -17,7 +18,7 @@ import { SigningKeysService } from './signing-keys.service';
 @Module({
   imports: [TypeOrmModule.forFeature([SigningKey]), AppConfigModule.forFeature(KeysConfig), AuditModule],
   controllers: [JwksController],
-  providers: [SigningKeysService, { provide: KEY_CLOCK, useValue: systemClock }],
+  providers: [SigningKeysService, SigningKeysRepository, { provide: KEY_CLOCK, useValue: systemClock }],
   exports: [SigningKeysService],
 })
 export class KeysModule {}

@@ -1,26 +1,14 @@
 import { type KeyObject, createPrivateKey, createPublicKey } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
-import type { Repository } from 'typeorm';
-import { lockedReadWrite } from '../database/locked-write';
 import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { NO_REQUEST } from '../audit/audit-events';
-import { type StatementWrite, epochMs, sql } from '../database/sql';
 import { KEY_CLOCK, type KeyClock } from './key-clock';
 import { KeyEncryption, KeyEncryptionError } from './key-encryption';
-import {
-  type KeyAction,
-  type KeyState,
-  type KeyTimeline,
-  phaseAt,
-  planEmergencyRotation,
-  planScheduledRotation,
-  signingKeyAt,
-} from './key-lifecycle';
+import { type KeyAction, type KeyTimeline, phaseAt, planEmergencyRotation, planScheduledRotation, signingKeyAt } from './key-lifecycle';
 import { KeysConfig, type RotationSchedule } from './keys.config';
-import { SigningKey } from './signing-key.entity';
+import { type MadeKey, SigningKeysRepository } from './signing-keys.repository';
 
 export { CLOCK_SKEW_SECONDS } from './keys.config';
 
@@ -32,62 +20,13 @@ interface LoadedKey extends KeyTimeline {
 }
 
 /** A key pair made to be stored; its lifecycle columns are set by the action that stores it. */
-type MadeKey = Pick<SigningKey, 'kid' | 'privateJwk' | 'publicJwk' | 'createdAt'>;
 
 /** How often every instance re-reads the keys, so a rotation reaches all of them within a minute. */
 const RELOAD_INTERVAL_MS = 30_000;
 /** An unknown `kid` triggers a reload at most this often. */
 const UNKNOWN_KID_RELOAD_MS = 1_000;
-/** The PostgreSQL advisory lock key of changes to the signing keys (an arbitrary constant: "oauthkey"). */
-const KEYS_LOCK_KEY = '6f617574686b6579';
 /** Stands for the kid of a key not made yet, when planning only to learn whether one is needed. */
 const NOT_MADE_YET = '';
-
-const READ_TIMELINES = sql`SELECT kid, activates_at, retires_at, unpublishes_at, state FROM signing_keys`;
-const INSERT_KEY = sql`
-  INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at, activates_at, retires_at, unpublishes_at, state)
-  VALUES (:kid, :privateJwk, :publicJwk, :createdAt, :activatesAt, NULL, NULL, 'published')`;
-const SCHEDULE_RETIREMENT = sql`UPDATE signing_keys SET retires_at = :retiresAt, unpublishes_at = :unpublishesAt WHERE kid = :kid`;
-const RECORD_STATE = sql`UPDATE signing_keys SET state = :state WHERE kid = :kid`;
-const DELETE_KEY = sql`DELETE FROM signing_keys WHERE kid = :kid`;
-
-interface TimelineRow {
-  kid: string;
-  activates_at: unknown;
-  retires_at: unknown;
-  unpublishes_at: unknown;
-  state: KeyState;
-}
-
-function timeline(row: TimelineRow): KeyTimeline {
-  return {
-    kid: row.kid,
-    activatesAt: epochMs(row.activates_at),
-    retiresAt: epochMs(row.retires_at, true),
-    unpublishesAt: epochMs(row.unpublishes_at, true),
-    state: row.state,
-  };
-}
-
-/** The statement that carries out an action; `made` is the new key a `publish` stores. */
-function write(action: KeyAction, made: MadeKey | undefined): StatementWrite {
-  switch (action.type) {
-    case 'publish':
-      if (!made || made.kid !== action.kid) throw new Error(`no key was made for "${action.kid}"`);
-      return { statement: INSERT_KEY, params: { ...made, activatesAt: action.activatesAt } };
-    case 'schedule-retirement':
-      return {
-        statement: SCHEDULE_RETIREMENT,
-        params: { kid: action.kid, retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt },
-      };
-    case 'activate':
-      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'active' } };
-    case 'retire':
-      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'retired' } };
-    case 'remove':
-      return { statement: DELETE_KEY, params: { kid: action.kid } };
-  }
-}
 
 /**
  * RS256 signing keys, kept in the database so that every instance signs and verifies with the same set. Each
@@ -109,7 +48,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private readonly schedule: RotationSchedule;
 
   constructor(
-    @InjectRepository(SigningKey) private readonly repo: Repository<SigningKey>,
+    private readonly repo: SigningKeysRepository,
     keysConfig: KeysConfig,
     @Inject(KEY_CLOCK) private readonly clock: KeyClock,
     private readonly audit: AuditService,
@@ -173,7 +112,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
    */
   async checkRotation(): Promise<KeyAction[]> {
     const now = this.clock.now();
-    const rows = await this.repo.find({ select: { kid: true, activatesAt: true, retiresAt: true, unpublishesAt: true, state: true } });
+    const rows = await this.repo.timelines();
     const planned = planScheduledRotation(rows, now, this.schedule, NOT_MADE_YET);
     if (planned.length === 0) return [];
     // Making a key takes a while: outside the lock, and only when one looks due.
@@ -196,16 +135,15 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
    */
   private async change(plan: (keys: KeyTimeline[], now: number) => KeyAction[], made?: MadeKey): Promise<KeyAction[]> {
     let events: AuditEvent[] = [];
-    const actions = await lockedReadWrite<TimelineRow, KeyAction[]>(this.repo.manager.connection, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
+    const actions = await this.repo.change((keys) => {
       const now = this.clock.now();
-      const decided = plan(rows.map(timeline), now);
+      const decided = plan(keys, now);
       // Each change is a `key.rotated` audit event, written with it.
       events = decided.map((action) =>
         AuditService.event({ type: 'key.rotated', actor: 'system', details: { change: action.type, kid: action.kid } }, NO_REQUEST, now),
       );
-      const changes = decided.map((action) => write(action, made));
-      return { writes: [...changes, ...events.map((event) => AuditService.writeOf(event))], result: decided };
-    });
+      return { actions: decided, events };
+    }, made);
     this.reportKeyChanges(actions);
     for (const event of events) this.audit.log(event);
     return actions;
@@ -264,7 +202,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
 
   /** How many private keys are not sealed under KEY_ENCRYPTION_KEY (plain, or under the key being replaced). */
   async unsealedCount(): Promise<number> {
-    const rows = await this.repo.find({ select: { kid: true, privateJwk: true } });
+    const rows = await this.repo.sealedPrivateKeys();
     return rows.filter((row) => KeyEncryption.sealedWith(row.privateJwk) !== this.encryption.id).length;
   }
 
@@ -276,23 +214,17 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     const current = this.encryption;
     if (!current.id) throw new KeyEncryptionError('KEY_ENCRYPTION_KEY is not set: there is nothing to seal the keys with');
     const old = this.previous;
-    return this.repo.manager.transaction(async (manager) => {
-      const rows = await manager.find(SigningKey);
-      let reencrypted = 0;
-      for (const row of rows) {
-        const sealedWith = KeyEncryption.sealedWith(row.privateJwk);
-        if (sealedWith === current.id) continue;
-        if (sealedWith !== undefined && sealedWith !== old.id) {
-          throw new Error(
-            `signing key ${row.kid} is sealed under a key-encryption key that is neither KEY_ENCRYPTION_KEY nor OLD_KEY_ENCRYPTION_KEY (${sealedWith})`,
-          );
-        }
-        const plaintext = this.openPrivate(row.kid, row.privateJwk);
-        await manager.update(SigningKey, { kid: row.kid }, { privateJwk: current.seal(row.kid, plaintext) });
-        reencrypted++;
+    const { resealed, total } = await this.repo.resealAll((kid, privateJwk) => {
+      const sealedWith = KeyEncryption.sealedWith(privateJwk);
+      if (sealedWith === current.id) return undefined;
+      if (sealedWith !== undefined && sealedWith !== old.id) {
+        throw new Error(
+          `signing key ${kid} is sealed under a key-encryption key that is neither KEY_ENCRYPTION_KEY nor OLD_KEY_ENCRYPTION_KEY (${sealedWith})`,
+        );
       }
-      return { reencrypted, alreadySealed: rows.length - reencrypted, keyEncryptionKeyId: current.id! };
+      return current.seal(kid, this.openPrivate(kid, privateJwk));
     });
+    return { reencrypted: resealed, alreadySealed: total - resealed, keyEncryptionKeyId: current.id };
   }
 
   /** The key new tokens are signed with now: of the keys still published, the one activated last. */
@@ -337,7 +269,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
   private async load(): Promise<void> {
     this.lastReload = Date.now();
     try {
-      const rows = await this.repo.find({ order: { activatesAt: 'DESC', kid: 'ASC' } });
+      const rows = await this.repo.all();
       const keys = rows.map((row): LoadedKey => {
         const times = { activatesAt: row.activatesAt, retiresAt: row.retiresAt, unpublishesAt: row.unpublishesAt, state: row.state };
         const cached = this.byKid.get(row.kid);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import { AUDIT_ROW } from '../audit/audit.repository';
+import { AuditService } from '../audit/audit.service';
 import { uuidV7 } from '../common/uuid-v7';
 import type { AuditContext } from '../audit/audit-events';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
@@ -64,7 +65,7 @@ const CODE_INSERT = `
   VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce)`;
 /** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(
-  `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${CODE_INSERT}`,
+  `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
 );
 /** SQLite: the grant and the code, two writes of one transaction with the event. */
 const INSERT_GRANT = new Statement(GRANT_INSERT);
@@ -92,7 +93,7 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
     FROM grant_row
     RETURNING user_id),
   audit AS (
-    ${AUDIT_INSERT}
+    ${AUDIT_ROW.insert}
     SELECT :auditId, CAST(:now AS bigint), :auditType, 'user:' || user_id, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
     FROM code_row)
   SELECT user_id FROM code_row`);
@@ -140,7 +141,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     WHERE :withRefresh
     RETURNING 1),
   audit AS (
-    ${AUDIT_INSERT}
+    ${AUDIT_ROW.insert}
     SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
     FROM passed
     RETURNING 1)

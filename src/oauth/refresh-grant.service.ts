@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
+import { AUDIT_ROW } from '../audit/audit.repository';
+import { AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
@@ -56,7 +57,7 @@ const ROTATE_AND_ISSUE = new Statement(`
     SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM live
     RETURNING user_id),
   audit AS (
-    ${AUDIT_INSERT}
+    ${AUDIT_ROW.insert}
     SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
     FROM issued)
   SELECT live.* FROM live WHERE EXISTS (SELECT 1 FROM issued)`);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AUDIT_INSERT, AuditService } from '../audit/audit.service';
+import { AUDIT_ROW } from '../audit/audit.repository';
+import { AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { ActClaim, AuthPrincipal } from '../auth/principal';
@@ -41,7 +42,7 @@ export interface TokenExchangeRequest {
  * moment ago is seen (the in-memory revoked list may lag REVOCATION_SYNC_SECONDS) and no exchange goes unrecorded.
  */
 const RECORD_IF_LIVE = new Statement(`
-  ${AUDIT_INSERT}
+  ${AUDIT_ROW.insert}
   SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId,
     :auditDetails
   WHERE EXISTS (SELECT 1 FROM grants WHERE id = :subjectGrantId AND revoked_at IS NULL AND expires_at > :now)

@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { type JwtModuleOptions, JwtSecretRequestType, JwtService, type JwtSignOptions } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
-import { AUDIT_INSERT, AUDIT_VALUES, AuditService } from '../audit/audit.service';
+import { AUDIT_ROW } from '../audit/audit.repository';
+import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { SqlRunner, Statement, type StatementWrite, epochMs } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
@@ -15,7 +16,9 @@ const REFRESH_TOKEN_INSERT = `
   INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
   VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
 /** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
-const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(`WITH audit AS (${AUDIT_INSERT} VALUES (${AUDIT_VALUES})) ${REFRESH_TOKEN_INSERT}`);
+const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(
+  `WITH audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${REFRESH_TOKEN_INSERT}`,
+);
 /** SQLite: the refresh token alone (the event is a second write of the same transaction). */
 const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 

@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { LessThan, type Repository } from 'typeorm';
+import { SqlRunner, Statement, type StatementWrite } from '../database/sql';
+import { AuditEvent } from './audit-event.entity';
+import type { AuditEventsQueryDto } from './dto/audit-events-query.dto';
+
+/**
+ * An `audit_events` row as part of another module's statement on PostgreSQL (a data-modifying CTE, so that a change
+ * and its event are one round trip): the insert and the named parameters {@link AuditRepository.params} binds
+ * (`:now` is the time). For the repositories of the modules whose changes are audited, never for services.
+ */
+export const AUDIT_ROW = {
+  insert: 'INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)',
+  values: ':auditId, :now, :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId, :auditDetails',
+} as const;
+
+const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})`);
+
+/** The audit module's one way to its table. */
+@Injectable()
+export class AuditRepository {
+  constructor(
+    @InjectRepository(AuditEvent) private readonly events: Repository<AuditEvent>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The parameters of {@link AUDIT_ROW} for an event (its time is the statement's `:now`). */
+  static params(event: AuditEvent): Record<string, unknown> {
+    return {
+      auditId: event.id,
+      auditType: event.type,
+      auditActor: event.actor,
+      auditUserId: event.userId,
+      auditClientId: event.clientId,
+      auditAddress: event.address,
+      auditRequestId: event.requestId,
+      auditDetails: event.details,
+    };
+  }
+
+  /** The insert of an event as a write of the caller's unit of work ({@link SqlRunner.atomic}). */
+  static insertOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): StatementWrite {
+    return { statement: INSERT_AUDIT_EVENT, params: { now: event.at, ...AuditRepository.params(event) }, ...options };
+  }
+
+  async insert(event: AuditEvent): Promise<void> {
+    const { statement, params } = AuditRepository.insertOf(event);
+    await this.db.run(statement, params);
+  }
+
+  /** Runs `writes` and the event's insert in one transaction. */
+  async insertWith(event: AuditEvent, writes: Parameters<SqlRunner['atomic']>[0]): Promise<void> {
+    await this.db.atomic([...writes, AuditRepository.insertOf(event)]);
+  }
+
+  /** A page of events by the admin API's filters, newest first unless asked otherwise, with the total count. */
+  page(query: AuditEventsQueryDto): Promise<[AuditEvent[], number]> {
+    const qb = this.events.createQueryBuilder('e');
+    if (query.type) qb.andWhere('e.type = :type', { type: query.type });
+    if (query.user_id) qb.andWhere('e.user_id = :userId', { userId: query.user_id });
+    if (query.client_id) qb.andWhere('e.client_id = :clientId', { clientId: query.client_id });
+    if (query.from) qb.andWhere('e.at >= :from', { from: Date.parse(query.from) });
+    if (query.to) qb.andWhere('e.at < :to', { to: Date.parse(query.to) });
+    const order = query.order === 'asc' ? 'ASC' : 'DESC';
+    qb.orderBy('e.at', order).addOrderBy('e.seq', order).take(query.limit).skip(query.offset);
+    return qb.getManyAndCount();
+  }
+
+  /** Deletes the events older than `before` (epoch ms); returns how many. */
+  async deleteBefore(before: number): Promise<number> {
+    return (await this.events.delete({ at: LessThan(before) })).affected ?? 0;
+  }
+}
