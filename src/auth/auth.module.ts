@@ -9,6 +9,7 @@ import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
 import { BearerStrategy } from './bearer.strategy';
 import { ProtectedResourceMetadataController } from './protected-resource-metadata.controller';
+import { RevokedGrantsRepository } from './revoked-grants.repository';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
 
@@ -24,6 +25,7 @@ import { RouteAccessCheck } from './route-access.check';
   providers: [
     SqlRunner,
     RevokedGrantsService,
+    RevokedGrantsRepository,
     AccessTokenVerifier,
     BearerStrategy,
     RouteAccessCheck,

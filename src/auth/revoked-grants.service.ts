@@ -1,7 +1,8 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, Statement, type Write, epochMs } from '../database/sql';
+import type { StatementWrite } from '../database/sql';
+import { RevokedGrantsRepository } from './revoked-grants.repository';
 import { AuthConfig } from './auth.config';
 import { CLOCK_SKEW_SECONDS } from '../keys/signing-keys.service';
 import { GrantIdTable, isUuid } from './grant-id-table';
@@ -39,25 +40,6 @@ interface Revocation {
   until: number;
 }
 
-interface RevokedRow {
-  grant_id: string;
-  revoked_at: string | number;
-  expires_at: string | number;
-}
-
-/** Revoked again (a client's client-credentials tokens): the later time counts. */
-const UPSERT_REVOKED_GRANT = new Statement(`
-  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
-  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`);
-/**
- * The entries revoked since a point (`revoked_at`, then `grant_id`), a page at a time: the sync reads only what is
- * new, and a page is parsed and applied within a turn of the event loop.
- */
-const SYNC_PAGE = new Statement(
-  `SELECT grant_id, revoked_at, expires_at FROM revoked_grants
-   WHERE (revoked_at, grant_id) > (:sinceAt, :sinceId) AND expires_at > :now
-   ORDER BY revoked_at, grant_id LIMIT :limit`,
-);
 const PAGE_ROWS = 1_000;
 /**
  * Each sync reads again the entries of this last stretch before the newest it has seen: another instance's
@@ -84,7 +66,7 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   private syncing: Promise<void> | undefined;
 
   constructor(
-    private readonly db: SqlRunner,
+    private readonly entries: RevokedGrantsRepository,
     private readonly config: AppConfig,
     private readonly authConfig: AuthConfig,
   ) {}
@@ -140,8 +122,8 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
    * {@link clientTokensId} / {@link userTokensId}. Once they are committed, {@link applied} makes it count here at
    * once (other instances see it within REVOCATION_SYNC_SECONDS).
    */
-  revocationWrite(id: string, now: number): Write {
-    return { statement: UPSERT_REVOKED_GRANT, params: { grantId: id, now, expiresAt: this.expiryOf(now) } };
+  revocationWrite(id: string, now: number): StatementWrite {
+    return RevokedGrantsRepository.upsertOf(id, now, this.expiryOf(now));
   }
 
   applied(ids: string[], now: number): void {
@@ -157,7 +139,7 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   async revoke(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const now = Date.now();
-    await this.db.atomic(ids.map((id) => this.revocationWrite(id, now)));
+    await this.entries.upsertAll(ids.map((id) => ({ id, revokedAt: now, expiresAt: this.expiryOf(now) })));
     this.applied(ids, now);
   }
 
@@ -183,13 +165,13 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
       let sinceAt = Math.max(0, this.newestAt - LOOKBACK_MS);
       let sinceId = '';
       for (;;) {
-        const { rows } = await this.db.run<RevokedRow>(SYNC_PAGE, { now, sinceAt, sinceId, limit: PAGE_ROWS });
-        for (const row of rows) this.apply(row.grant_id, epochMs(row.revoked_at), epochMs(row.expires_at));
+        const rows = await this.entries.pageAfter(sinceAt, sinceId, now, PAGE_ROWS);
+        for (const row of rows) this.apply(row.id, row.revokedAt, row.expiresAt);
         const last = rows.at(-1);
-        if (last) this.newestAt = Math.max(this.newestAt, epochMs(last.revoked_at));
+        if (last) this.newestAt = Math.max(this.newestAt, last.revokedAt);
         if (!last || rows.length < PAGE_ROWS) break;
-        sinceAt = epochMs(last.revoked_at);
-        sinceId = last.grant_id;
+        sinceAt = last.revokedAt;
+        sinceId = last.id;
         // The next page in a later turn: a long list never holds the event loop.
         await nextTurn();
       }

@@ -1,15 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { SqlRunner, sql } from '../database/sql';
+import { ConsentsRepository } from './consents.repository';
 
-const FIND_CONSENT = sql`SELECT scope FROM consents WHERE user_id = :userId AND client_id = :clientId`;
-const INSERT_CONSENT = sql`
-  INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (:userId, :clientId, :scope, :now)
-  ON CONFLICT (user_id, client_id) DO NOTHING`;
-/** Grows the consent only if it is still what was read: the affected-row count says whether another request came between. */
-const GROW_CONSENT = sql`
-  UPDATE consents SET scope = :scope, updated_at = :now WHERE user_id = :userId AND client_id = :clientId AND scope = :previous`;
 /** Two requests of the same person for the same client racing on this many reads in a row is not a real case. */
 const MAX_ATTEMPTS = 5;
 
@@ -24,7 +17,7 @@ export function scopeList(scope: string | null | undefined): string[] {
 @Injectable()
 export class ConsentService {
   constructor(
-    private readonly db: SqlRunner,
+    private readonly consents: ConsentsRepository,
     private readonly audit: AuditService,
   ) {}
 
@@ -39,20 +32,15 @@ export class ConsentService {
   async record(userId: string, clientId: string, scope: string, context: AuditContext): Promise<void> {
     const requested = scopeList(scope);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const row = await this.db.one<{ scope: string }>(FIND_CONSENT, { userId, clientId });
-      const previous = scopeList(row?.scope);
+      const stored = await this.consents.scopeOf(userId, clientId);
+      const previous = scopeList(stored);
       const added = requested.filter((s) => !previous.includes(s));
       const merged = [...previous, ...added].join(' ');
       const event = AuditService.event(
         { type: 'consent.granted', actor: `user:${userId}`, userId, clientId, details: { scope, added: added.join(' ') } },
         context,
       );
-      const params = { userId, clientId, scope: merged, previous: row?.scope ?? null, now: event.at };
-      const [changed] = await this.db.atomic([
-        { statement: row ? GROW_CONSENT : INSERT_CONSENT, params },
-        AuditService.writeOf(event, { onlyIfChanged: true }),
-      ]);
-      if (changed) {
+      if (await this.consents.replace(userId, clientId, stored, merged, event)) {
         this.audit.log(event);
         return;
       }

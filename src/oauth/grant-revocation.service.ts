@@ -1,8 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
-import { SqlRunner, sql } from '../database/sql';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import type { AuditContext } from '../audit/audit-events';
@@ -10,14 +7,10 @@ import { AuditService } from '../audit/audit.service';
 import { RevokedGrantsService, clientTokensId, userTokensId } from '../auth/revoked-grants.service';
 import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
-import { Grant } from './entities/grant.entity';
-import { RefreshToken } from './entities/refresh-token.entity';
+import { GrantsRepository } from './grants.repository';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
 import { hashSecret } from './secrets';
 
-const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
-/** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
-const DELETE_LIVE_REFRESH_TOKENS = sql`DELETE FROM refresh_tokens WHERE grant_id = :grantId AND rotated_at IS NULL`;
 /**
  * The life of a grant (one code and the refresh tokens rotated from it): whether it is still live, and its
  * revocation — on code replay, refresh-token reuse, RFC 7009 revocation and the deletion of its user.
@@ -25,17 +18,14 @@ const DELETE_LIVE_REFRESH_TOKENS = sql`DELETE FROM refresh_tokens WHERE grant_id
 @Injectable()
 export class GrantRevocationService {
   constructor(
-    @InjectRepository(Grant) private readonly grants: Repository<Grant>,
-    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly grants: GrantsRepository,
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
     private readonly audit: AuditService,
-    private readonly db: SqlRunner,
   ) {}
 
   async isLive(grantId: string, now: number): Promise<boolean> {
-    const grant = await this.grants.findOne({ where: { id: grantId }, select: { id: true, revokedAt: true, expiresAt: true } });
-    return Boolean(grant && grant.revokedAt === null && grant.expiresAt > now);
+    return this.grants.isLive(grantId, now);
   }
 
   /**
@@ -44,12 +34,7 @@ export class GrantRevocationService {
    */
   async revokeGrant(grantId: string, event: AuditEvent): Promise<void> {
     const now = event.at;
-    await this.db.atomic([
-      { statement: REVOKE_GRANT, params: { grantId, now } },
-      this.revoked.revocationWrite(grantId, now),
-      { statement: DELETE_LIVE_REFRESH_TOKENS, params: { grantId } },
-      AuditService.writeOf(event),
-    ]);
+    await this.grants.writeWith([...GrantsRepository.revocationOf(grantId, now), this.revoked.revocationWrite(grantId, now)], event);
     this.revoked.applied([grantId], now);
     this.audit.log(event);
   }
@@ -58,7 +43,7 @@ export class GrantRevocationService {
   async revokeToken(client: Client, token: string, context: AuditContext): Promise<void> {
     const revoked = (userId: string | null) =>
       AuditService.event({ type: 'token.revoked', actor: `client:${client.id}`, userId, clientId: client.id }, context);
-    const refresh = await this.refreshTokens.findOne({ where: { tokenHash: hashSecret(token) } });
+    const refresh = await this.grants.findRefreshToken(hashSecret(token));
     if (refresh) {
       if (refresh.clientId === client.id) await this.revokeGrant(refresh.grantId, revoked(refresh.userId));
       return;

@@ -16,8 +16,10 @@ import { ClientAuthGuard } from './client-auth.guard';
 import { ClientKeys } from './client-keys';
 import { ClientsService } from './clients.service';
 import { CodeGrantService } from './code-grant.service';
+import { ConsentsRepository } from './consents.repository';
 import { ConsentService } from './consent.service';
 import { ConnectedAppsController } from './connected-apps.controller';
+import { GrantsRepository } from './grants.repository';
 import { ConnectedAppsService } from './connected-apps.service';
 import { AuthorizationCode } from './entities/authorization-code.entity';
 import { Client } from './entities/client.entity';
@@ -38,6 +40,7 @@ import { oauthPagesProvider } from './custom-pages.module';
 import { OAuthPages } from './pages';
 import { RefreshGrantService } from './refresh-grant.service';
 import { RevocationController } from './revocation.controller';
+import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { TokenController } from './token.controller';
 import { RegistrationController } from './registration.controller';
@@ -105,8 +108,11 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     // Clients' jwks_uri: fetched by the SafeFetcher under the client-document host policy.
     { provide: RemoteJsonFetcher, useClass: SafeRemoteJson },
     SessionsService,
+    SessionsRepository,
     ConsentService,
+    ConsentsRepository,
     ConnectedAppsService,
+    GrantsRepository,
     AuthorizationRequestValidator,
     ResourceIndicators,
     TokenIssuer,
