@@ -26,6 +26,12 @@ const PAGE_AFTER = new Statement(
    ORDER BY revoked_at, grant_id LIMIT :limit`,
 );
 
+/** Up to `:batch` entries past the life of every token they cover (planned at each run with its cutoff). */
+const DELETE_EXPIRED = new Statement(
+  `DELETE FROM revoked_grants WHERE grant_id IN (SELECT grant_id FROM revoked_grants WHERE expires_at < :cutoff LIMIT :batch)`,
+  { unprepared: true },
+);
+
 /** The auth module's one way to the revoked list's table. */
 @Injectable()
 export class RevokedGrantsRepository {
@@ -44,5 +50,10 @@ export class RevokedGrantsRepository {
   async pageAfter(sinceAt: number, sinceId: string, now: number, limit: number): Promise<RevokedEntry[]> {
     const { rows } = await this.db.run<RevokedRow>(PAGE_AFTER, { now, sinceAt, sinceId, limit });
     return rows.map((row) => ({ id: row.grant_id, revokedAt: epochMs(row.revoked_at), expiresAt: epochMs(row.expires_at) }));
+  }
+
+  /** Deletes up to `batch` entries that expired before `cutoff`; returns how many. */
+  async deleteExpired(cutoff: number, batch: number): Promise<number> {
+    return (await this.db.run(DELETE_EXPIRED, { cutoff, batch })).affected;
   }
 }

@@ -39,3 +39,26 @@ export async function lockedReadWrite<Row, T>(
     return result;
   });
 }
+
+/**
+ * Runs `work` unless another instance is running it: on PostgreSQL under the session-scoped advisory lock `lockKey`
+ * (16 hex digits), taken with `pg_try_advisory_lock` on a connection of its own (undefined when another holds it);
+ * on SQLite (one process at a time uses the file for such work) it just runs.
+ */
+export async function withTryLock<T>(dataSource: DataSource, lockKey: string, work: () => Promise<T>): Promise<T | undefined> {
+  if (!/^[0-9a-f]{16}$/.test(lockKey)) throw new Error('the lock key must be 16 hex digits');
+  if (dataSource.options.type !== 'postgres') return work();
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(x'${lockKey}'::bigint) AS locked`)) as { locked: boolean }[];
+    if (!locked) return undefined;
+    try {
+      return await work();
+    } finally {
+      await runner.query(`SELECT pg_advisory_unlock(x'${lockKey}'::bigint)`);
+    }
+  } finally {
+    await runner.release();
+  }
+}

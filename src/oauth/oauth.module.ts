@@ -5,6 +5,7 @@ import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
+import { RetentionRepository } from './retention.repository';
 import { RetentionService } from './retention.service';
 import { KeysModule } from '../keys/keys.module';
 import { SigningKeysService } from '../keys/signing-keys.service';
@@ -126,6 +127,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     UserInfoService,
     ClientMetadataDocuments,
     RetentionService,
+    RetentionRepository,
     oauthPagesProvider,
   ],
   exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],
