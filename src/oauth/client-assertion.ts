@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { type ProtectedHeaderParameters, compactVerify, decodeJwt, decodeProtectedHeader, importJWK } from 'jose';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, sql } from '../database/sql';
+import { ClientsRepository } from './clients.repository';
 import { ASSERTION_SIGNING_ALGS, type AssertionSigningAlg, type PublicJwk, isEd25519Name, keyFitsAlg } from './client-jwks';
 import { ClientKeys } from './client-keys';
 import type { Client } from './entities/client.entity';
@@ -16,12 +16,6 @@ const CLOCK_SKEW_S = 30;
 /** An assertion may be valid for at most this many seconds from now: a short life keeps the replay store small. */
 export const MAX_ASSERTION_LIFETIME_S = 300;
 const MAX_ASSERTION_LENGTH = 16_384;
-
-const USE_JTI = sql`
-  INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)
-  ON CONFLICT (client_id, jti_hash) DO NOTHING
-  RETURNING jti_hash`;
-const PRUNE_JTIS = sql`DELETE FROM client_assertion_jtis WHERE expires_at < :now`;
 
 const refused = (description: string) => new OAuthError('invalid_client', description);
 
@@ -46,7 +40,7 @@ export function assertionSubject(assertion: string): string | undefined {
 export class ClientAssertionVerifier {
   constructor(
     private readonly keys: ClientKeys,
-    private readonly db: SqlRunner,
+    private readonly rows: ClientsRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -94,8 +88,8 @@ export class ClientAssertionVerifier {
     }
     // Kept as long as the assertion could still pass the exp check above; after that it is refused as expired anyway.
     const expiresAt = (claims.exp + CLOCK_SKEW_S) * 1000;
-    const used = await this.db.run(USE_JTI, { clientId: client.id, jtiHash: hashSecret(claims.jti), expiresAt });
-    if (used.rows.length === 0) throw refused('The client assertion was already used (jti).');
+    if (!(await this.rows.useJti(client.id, hashSecret(claims.jti), expiresAt)))
+      throw refused('The client assertion was already used (jti).');
   }
 
   /**
@@ -103,7 +97,7 @@ export class ClientAssertionVerifier {
    * retention job (RetentionService) does the same in batches, on its schedule.
    */
   async prune(now = Date.now()): Promise<number> {
-    return (await this.db.run(PRUNE_JTIS, { now })).affected;
+    return this.rows.deleteExpiredJtis(now);
   }
 
   /** The payload, once a key of the client verified the signature; an unknown key refetches a `jwks_uri` once. */

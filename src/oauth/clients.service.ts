@@ -2,13 +2,11 @@ import { type AuditBy, type AuditContext, BY_SYSTEM } from '../audit/audit-event
 import { LRUCache } from 'lru-cache';
 import { AuditService } from '../audit/audit.service';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
 import { parseBasicCredentials } from '../common/basic-credentials';
 import type { Page } from '../common/pagination';
-import type { Write } from '../database/sql';
 import { CONTROL_CHARACTER } from '../common/text';
-import { Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
+import { ClientsRepository } from './clients.repository';
+import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, defaultClientScope, isScope } from '../auth/scopes';
 import { hashSecret, randomSecret, safeEqual } from './secrets';
@@ -345,12 +343,6 @@ class EventBudget {
   }
 }
 
-/** A TypeORM query builder's SQL and values, in the driver's own form, as one of a group of atomic writes. */
-function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write {
-  const [text, values] = builder.getQueryAndParameters();
-  return { text, values };
-}
-
 @Injectable()
 export class ClientsService {
   private readonly cache = new LRUCache<string, Readonly<Client>>({ max: CLIENT_CACHE_MAX, ttl: CLIENT_CACHE_TTL_MS });
@@ -358,7 +350,7 @@ export class ClientsService {
   private readonly failureEvents = new EventBudget(FAILURE_EVENTS_PER_MINUTE, 60_000);
 
   constructor(
-    @InjectRepository(Client) private readonly clients: Repository<Client>,
+    private readonly clients: ClientsRepository,
     private readonly audit: AuditService,
     private readonly metadataDocuments: ClientMetadataConfig,
     private readonly assertions: ClientAssertionVerifier,
@@ -398,7 +390,7 @@ export class ClientsService {
     const keys = keySettingsFor(input);
     // A private_key_jwt client proves itself with its key: it has no secret that could leak.
     const secret = input.isPublic || input.tokenEndpointAuthMethod === 'private_key_jwt' ? undefined : randomSecret(32);
-    const client = this.clients.create({
+    const client = this.clients.build({
       id: randomSecret(16),
       secretHash: secret ? hashSecret(secret) : null,
       name,
@@ -419,9 +411,7 @@ export class ClientsService {
       createdAt: Date.now(),
     });
     const details = { name, grant_types: grantTypes.join(' ') };
-    await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, [
-      sqlOf(this.clients.createQueryBuilder().insert().into(Client).values(client)),
-    ]);
+    await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, [this.clients.insertOf(client)]);
     return { ...ClientsService.view(client), ...(secret ? { client_secret: secret } : {}) };
   }
 
@@ -432,7 +422,7 @@ export class ClientsService {
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
     // The stored row, not this instance's cached copy (another instance may have changed it a moment ago).
-    const found = isRegisteredClientId(clientId) ? await this.clients.findOne({ where: { id: clientId } }) : null;
+    const found = isRegisteredClientId(clientId) ? await this.clients.findById(clientId) : null;
     if (!found || found.metadataDocument !== null) throw new InvalidClientInputError(`no client with id "${clientId}"`);
     const client = { ...found };
     const keysChanged =
@@ -515,12 +505,7 @@ export class ClientsService {
    * mirror clients' metadata documents: nobody registered those).
    */
   async list(limit: number, offset: number): Promise<Page<ClientView>> {
-    const [rows, total] = await this.clients.findAndCount({
-      where: { metadataDocument: IsNull() },
-      order: { createdAt: 'ASC', id: 'ASC' },
-      take: limit,
-      skip: offset,
-    });
+    const [rows, total] = await this.clients.pageOfRegistered(limit, offset);
     return { data: rows.map((client) => ClientsService.view(client)), page: { limit, offset, total } };
   }
 
@@ -540,15 +525,13 @@ export class ClientsService {
 
   /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */
   async remove(clientId: string, by: AuditBy = BY_SYSTEM): Promise<void> {
-    await this.audit.recorded({ type: 'client.deleted', clientId }, by, [
-      sqlOf(this.clients.createQueryBuilder().delete().from(Client).where('id = :id', { id: clientId })),
-    ]);
+    await this.audit.recorded({ type: 'client.deleted', clientId }, by, [this.clients.deletionOf(clientId)]);
     this.cache.delete(clientId);
   }
 
-  /** The UPDATE of one client's columns, as SQL to write with its audit event. */
-  private updateOf(clientId: string, changes: Partial<Client>): Write {
-    return sqlOf(this.clients.createQueryBuilder().update(Client).set(changes).where('id = :id', { id: clientId }));
+  /** The update of one client's columns, to write with its audit event. */
+  private updateOf(clientId: string, changes: Partial<Client>) {
+    return this.clients.updateOf(clientId, changes);
   }
 
   static view(client: Client): ClientView {
@@ -601,7 +584,7 @@ export class ClientsService {
     }
     const cached = this.cache.get(clientId);
     if (cached) return cached;
-    const client = await this.clients.findOne({ where: { id: clientId } });
+    const client = await this.clients.findById(clientId);
     this.cache.delete(clientId);
     if (!client) return undefined;
     this.cache.set(clientId, Object.freeze(client));

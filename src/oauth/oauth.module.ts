@@ -15,6 +15,7 @@ import { AuthorizeController } from './authorize.controller';
 import { ClientAssertionVerifier } from './client-assertion';
 import { ClientAuthGuard } from './client-auth.guard';
 import { ClientKeys } from './client-keys';
+import { ClientsRepository } from './clients.repository';
 import { ClientsService } from './clients.service';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentsRepository } from './consents.repository';
@@ -103,6 +104,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     IdTokenHints,
     SqlRunner,
     ClientsService,
+    ClientsRepository,
     ClientAuthGuard,
     ClientAssertionVerifier,
     ClientKeys,

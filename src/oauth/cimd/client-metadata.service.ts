@@ -5,7 +5,7 @@ import { AuditService } from '../../audit/audit.service';
 import { CachedFailure, RemoteCache } from '../../common/safe-fetch/remote-cache';
 import { SafeFetchError, SafeFetcher } from '../../common/safe-fetch/safe-fetcher';
 import { hashSecret } from '../secrets';
-import { SqlRunner, sql } from '../../database/sql';
+import { ClientsRepository } from '../clients.repository';
 import { ClientsService } from '../clients.service';
 import type { Client } from '../entities/client.entity';
 import { type ClientMetadata, InvalidMetadataDocumentError, clientMetadataOf } from './client-metadata-document';
@@ -18,21 +18,6 @@ export class ClientMetadataError extends CachedFailure {
 
 /** How many URL clients' written documents an instance remembers (an older one is just written again). */
 const MAX_WRITTEN = 10_000;
-
-/** A URL client allowed for the first time: its row. A registered client's row is never touched (ids never collide). */
-const INSERT_CLIENT = sql`
-  INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
-    post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, jwks, jwks_uri, token_endpoint_auth_signing_alg,
-    trusted, created_at, metadata_document)
-  VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :jwks, :jwksUri, :signingAlg,
-    :trusted, :now, :document)
-  ON CONFLICT (id) DO NOTHING`;
-/** A URL client whose document changed: its row follows. */
-const UPDATE_CLIENT = sql`
-  UPDATE clients SET name = :name, redirect_uris = :redirectUris, scope = :scope, is_public = :isPublic, grant_types = :grantTypes,
-    token_endpoint_auth_method = :authMethod, jwks = :jwks, jwks_uri = :jwksUri, token_endpoint_auth_signing_alg = :signingAlg,
-    metadata_document = :document
-  WHERE id = :id AND metadata_document IS NOT NULL AND metadata_document <> :document`;
 
 /**
  * Clients identified by the URL of their own metadata document (draft-ietf-oauth-client-id-metadata-document, what
@@ -52,7 +37,7 @@ export class ClientMetadataDocuments {
     readonly config: ClientMetadataConfig,
     private readonly fetcher: SafeFetcher,
     private readonly clients: ClientsService,
-    private readonly db: SqlRunner,
+    private readonly rows: ClientsRepository,
     private readonly audit: AuditService,
   ) {
     this.cache = new RemoteCache((url) => this.load(url));
@@ -114,12 +99,7 @@ export class ClientMetadataDocuments {
     const details = { via: 'client ID metadata document', host: new URL(client.id).host };
     const created = AuditService.event({ type: 'client.created', actor: 'system', clientId: client.id, details }, context, now);
     const updated = AuditService.event({ type: 'client.updated', actor: 'system', clientId: client.id, details }, context, now);
-    const [inserted, , changed] = await this.db.atomic([
-      { statement: INSERT_CLIENT, params },
-      AuditService.writeOf(created, { onlyIfChanged: true }),
-      { statement: UPDATE_CLIENT, params },
-      AuditService.writeOf(updated, { onlyIfChanged: true }),
-    ]);
+    const { inserted, changed } = await this.rows.mirrorDocument(params, created, updated);
     if (inserted) this.audit.log(created);
     if (changed) {
       this.audit.log(updated);
