@@ -2,10 +2,24 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../audit/audit-event.entity';
-import { AuditRepository } from '../audit/audit.repository';
-import { SqlRunner, type StatementWrite, epochMs, sql } from '../database/sql';
+import { AUDIT_ROW, AuditRepository } from '../audit/audit.repository';
+import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
 import { Grant } from './entities/grant.entity';
 import { RefreshToken } from './entities/refresh-token.entity';
+
+/**
+ * The `token.exchanged` event, written only while the subject token's grant (and the actor token's, when it is a
+ * person's) is live: the liveness check and the record are one statement, so a grant revoked on another instance a
+ * moment ago is seen (the in-memory revoked list may lag REVOCATION_SYNC_SECONDS) and no exchange goes unrecorded.
+ */
+const RECORD_IF_LIVE = new Statement(`
+  ${AUDIT_ROW.insert}
+  SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId,
+    :auditDetails
+  WHERE EXISTS (SELECT 1 FROM grants WHERE id = :subjectGrantId AND revoked_at IS NULL AND expires_at > :now)
+    AND EXISTS (SELECT 1 FROM clients WHERE id = :auditClientId)
+    AND (CAST(:actorGrantId AS varchar(36)) IS NULL
+      OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
 
 const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
 /** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
@@ -93,5 +107,19 @@ export class GrantsRepository {
   /** The ids of a person's grants of a client not revoked yet. */
   async unrevokedIds(userId: string, clientId: string): Promise<string[]> {
     return (await this.db.run<{ id: string }>(UNREVOKED_GRANTS, { userId, clientId })).rows.map((row) => row.id);
+  }
+
+  /**
+   * Records a token exchange's event if the subject token's grant (and the actor token's, when given) is live at
+   * the event's time; false (nothing written) when not.
+   */
+  async recordIfLive(event: AuditEvent, subjectGrantId: string, actorGrantId: string | null): Promise<boolean> {
+    const { affected } = await this.db.run(RECORD_IF_LIVE, {
+      now: event.at,
+      ...AuditRepository.params(event),
+      subjectGrantId,
+      actorGrantId,
+    });
+    return affected > 0;
   }
 }

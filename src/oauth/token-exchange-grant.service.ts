@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { AUDIT_ROW } from '../audit/audit.repository';
 import { AuditService } from '../audit/audit.service';
 import type { AuditContext } from '../audit/audit-events';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
@@ -8,9 +7,9 @@ import { scopesHeld } from '../auth/scopes';
 import { UsersService } from '../users/users.service';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
-import { SqlRunner, Statement } from '../database/sql';
 import { type Client, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { askableScopes } from './clients.service';
+import { GrantsRepository } from './grants.repository';
 import { OAuthError } from './oauth-error';
 import { ResourceIndicators } from './resource-indicators';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
@@ -35,20 +34,6 @@ export interface TokenExchangeRequest {
   audience?: string;
   scope?: string;
 }
-
-/**
- * The `token.exchanged` event, written only while the subject token's grant (and the actor token's, when it is a
- * person's) is live: the liveness check and the record are one statement, so a grant revoked on another instance a
- * moment ago is seen (the in-memory revoked list may lag REVOCATION_SYNC_SECONDS) and no exchange goes unrecorded.
- */
-const RECORD_IF_LIVE = new Statement(`
-  ${AUDIT_ROW.insert}
-  SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId,
-    :auditDetails
-  WHERE EXISTS (SELECT 1 FROM grants WHERE id = :subjectGrantId AND revoked_at IS NULL AND expires_at > :now)
-    AND EXISTS (SELECT 1 FROM clients WHERE id = :auditClientId)
-    AND (CAST(:actorGrantId AS varchar(36)) IS NULL
-      OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
 
 function invalidRequest(description: string): OAuthError {
   return new OAuthError('invalid_request', description);
@@ -90,7 +75,7 @@ export class TokenExchangeGrantService {
     private readonly resources: ResourceIndicators,
     private readonly config: AppConfig,
     private readonly audit: AuditService,
-    private readonly db: SqlRunner,
+    private readonly grants: GrantsRepository,
     private readonly users: UsersService,
   ) {}
 
@@ -139,13 +124,8 @@ export class TokenExchangeGrantService {
       context,
       now,
     );
-    const recorded = await this.db.run(RECORD_IF_LIVE, {
-      now,
-      ...AuditService.params(event),
-      subjectGrantId: subject.grantId,
-      actorGrantId: actor?.kind === 'user' ? actor.grantId : null,
-    });
-    if (!recorded.affected) throw invalidGrant('The grant of the subject_token or actor_token is no longer valid.');
+    const recorded = await this.grants.recordIfLive(event, subject.grantId, actor?.kind === 'user' ? actor.grantId : null);
+    if (!recorded) throw invalidGrant('The grant of the subject_token or actor_token is no longer valid.');
     this.audit.log(event);
 
     const access = this.issuer.mintAccessToken({
