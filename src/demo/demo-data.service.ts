@@ -1,3 +1,5 @@
+import { OrdersRepository } from '../orders/orders.repository';
+import { UsersRepository } from '../users/users.repository';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -36,6 +38,8 @@ export class DemoDataService {
     private readonly config: AppConfig,
     private readonly dataSource: DataSource,
     private readonly hasher: PasswordHasher,
+    private readonly userRows: UsersRepository,
+    private readonly orderRows: OrdersRepository,
   ) {}
 
   /**
@@ -91,9 +95,9 @@ export class DemoDataService {
         );
       }
     });
-    await this.dataSource.transaction(async (manager) => {
-      await manager.getRepository(User).insert(users);
-      await manager.getRepository(Order).insert(orders);
+    await this.dataSource.transaction(async (unit) => {
+      await this.userRows.insertMany(users, unit);
+      await this.orderRows.insertMany(orders, unit);
     });
   }
 

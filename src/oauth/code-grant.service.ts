@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { AUDIT_ROW } from '../audit/audit.repository';
 import { AuditService } from '../audit/audit.service';
 import { uuidV7 } from '../common/uuid-v7';
 import type { AuditContext } from '../audit/audit-events';
-import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { epochMs } from '../database/sql';
+import { type ConsumedCode, CodesRepository } from './codes.repository';
 import type { Client } from './entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from './oauth.config';
@@ -56,133 +56,6 @@ function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
 }
 
-const GRANT_INSERT = `
-  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
-  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL, :authTime, :sid)`;
-const CODE_INSERT = `
-  INSERT INTO authorization_codes
-    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
-  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce)`;
-/** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
-const INSERT_GRANT_AND_CODE = new Statement(
-  `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
-);
-/** SQLite: the grant and the code, two writes of one transaction with the event. */
-const INSERT_GRANT = new Statement(GRANT_INSERT);
-const INSERT_CODE = new Statement(CODE_INSERT);
-/**
- * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
- * session is live, in one statement (one round trip for the whole authorization request).
- */
-const ISSUE_CODE_IN_SESSION = new Statement(`
-  WITH session AS (
-    SELECT user_id, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :sessionId),
-  live AS (
-    SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now AND auth_time >= CAST(:minAuthTime AS bigint)),
-  grant_row AS (
-    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
-    SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL,
-      auth_time, sid
-    FROM live
-    RETURNING user_id),
-  code_row AS (
-    INSERT INTO authorization_codes
-      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
-    SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL,
-      CAST(:nonce AS text)
-    FROM grant_row
-    RETURNING user_id),
-  audit AS (
-    ${AUDIT_ROW.insert}
-    SELECT :auditId, CAST(:now AS bigint), :auditType, 'user:' || user_id, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
-    FROM code_row)
-  SELECT user_id FROM code_row`);
-
-const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce';
-/**
- * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
- * concurrent redemption sees the grant as it was before any replay could revoke it.
- */
-const CONSUME_CODE = new Statement(`
-  UPDATE authorization_codes SET consumed_at = :now
-  WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
-  RETURNING ${CONSUMED_COLUMNS},
-    (SELECT g.revoked_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_revoked_at,
-    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at,
-    (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources,
-    (SELECT g.auth_time FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_auth_time,
-    (SELECT g.sid FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_sid`);
-/**
- * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
- * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
- * live grant, live code, the PKCE challenge of the presented verifier (NULL for none), the redirect URI and the
- * requested resources (RFC 8707: among the grant's, or the API's when it named none; `:requested` space-separated).
- */
-const CONSUME_CODE_AND_ISSUE = new Statement(`
-  WITH consumed AS (
-    UPDATE authorization_codes SET consumed_at = :now
-    WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
-    RETURNING ${CONSUMED_COLUMNS}),
-  code AS (
-    SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-      g.auth_time AS grant_auth_time, g.sid AS grant_sid
-    FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
-  passed AS (
-    SELECT * FROM code
-    WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
-      AND code_challenge IS NOT DISTINCT FROM :challenge
-      AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
-      AND (:requested = '' OR NOT EXISTS (
-        SELECT 1 FROM unnest(string_to_array(:requested, ' ')) AS requested(uri)
-        WHERE requested.uri <> ALL (string_to_array(COALESCE(NULLIF(grant_resources, ''), :api), ' '))))),
-  issued AS (
-    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM passed
-    WHERE :withRefresh
-    RETURNING 1),
-  audit AS (
-    ${AUDIT_ROW.insert}
-    SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
-    FROM passed
-    RETURNING 1)
-  SELECT code.*, EXISTS (SELECT 1 FROM issued) AS issued, EXISTS (SELECT 1 FROM audit) AS audited FROM code`);
-/**
- * What {@link CONSUME_CODE_AND_ISSUE} returned, read back by what it wrote (the code consumed at this request's
- * time, and its event, which only a redemption that passed its checks writes): when the connection is lost before
- * its answer, the redemption may have committed (see SqlRunner.oneOrOutcome). A redemption of the same code by
- * another request in the same millisecond has another event, so it is never taken for this one.
- */
-const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
-const CONSUMED_OUTCOME = new Statement(`
-  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce,
-    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid,
-    EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = :refreshHash) AS issued,
-    EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId) AS audited
-  FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
-  WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now
-    AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
-const FIND_CODE = sql`SELECT grant_id, client_id, user_id FROM authorization_codes WHERE code_hash = :codeHash`;
-
-interface ConsumedCode {
-  grant_id: string;
-  user_id: string;
-  redirect_uri: string | null;
-  scope: string;
-  code_challenge: string | null;
-  expires_at: string | number;
-  grant_revoked_at: string | number | null;
-  grant_expires_at: string | number | null;
-  grant_resources: string | null;
-  nonce: string | null;
-  grant_auth_time: string | number | null;
-  grant_sid: string | null;
-  /** Whether the redemption stored the new refresh token (PostgreSQL: its statement; SQLite: its unit). */
-  issued?: boolean;
-  /** Whether the redemption stored the `code.redeemed` event (exactly when the code's checks pass). */
-  audited?: boolean;
-}
-
 /**
  * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant; redeeming it is decided
  * by one conditional UPDATE whose returned row picks the one winner, across requests and instances. The hot path
@@ -193,7 +66,7 @@ interface ConsumedCode {
 @Injectable()
 export class CodeGrantService {
   constructor(
-    private readonly db: SqlRunner,
+    private readonly codes: CodesRepository,
     private readonly lifecycle: GrantRevocationService,
     private readonly issuer: TokenIssuer,
     private readonly config: OAuthConfig,
@@ -205,10 +78,7 @@ export class CodeGrantService {
   /** Starts a grant and returns its authorization code (shown once; stored as a hash), with its `code.issued` event. */
   async issueCode(input: IssueCodeInput): Promise<string> {
     const { code, params, event } = this.newCode(input, input, Date.now());
-    if (this.db.postgres) await this.db.run(INSERT_GRANT_AND_CODE, params);
-    else {
-      await this.db.atomic([{ statement: INSERT_GRANT, params }, { statement: INSERT_CODE, params }, AuditService.writeOf(event)]);
-    }
+    await this.codes.insertWithGrant(params, event);
     this.audit.log(event);
     return code;
   }
@@ -219,7 +89,7 @@ export class CodeGrantService {
    * or later. On PostgreSQL the session check and the writes are one statement.
    */
   async issueCodeInSession(sessionSecret: string | undefined, input: CodeRequest, minAuthTime = 0): Promise<string | undefined> {
-    if (!this.db.postgres) {
+    if (!this.codes.inOneStatement) {
       const session = await this.sessions.current(sessionSecret);
       return session && session.authTime >= minAuthTime
         ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid })
@@ -229,10 +99,10 @@ export class CodeGrantService {
     if (sessionId === undefined) return undefined;
     // The user, the login time and the sid are the session's: the statement takes them from the session row.
     const { code, params, event } = this.newCode(input, { sessionId, minAuthTime }, Date.now());
-    const row = await this.db.one<{ user_id: string }>(ISSUE_CODE_IN_SESSION, params);
-    if (!row) return undefined;
-    event.actor = `user:${row.user_id}`;
-    event.userId = row.user_id;
+    const userId = await this.codes.insertInSession(params);
+    if (userId === undefined) return undefined;
+    event.actor = `user:${userId}`;
+    event.userId = userId;
     this.audit.log(event);
     return code;
   }
@@ -292,51 +162,45 @@ export class CodeGrantService {
     let refresh: RefreshTokenSecret | undefined;
     // SQLite: what the unit's checks decided (PostgreSQL's statement decides in SQL; they are checked below).
     let decided: { grant?: GrantRef; refused?: OAuthError } = {};
-    if (this.db.postgres) {
+    if (this.codes.inOneStatement) {
       refresh = this.issuer.newRefreshToken();
-      row = await this.db.oneOrOutcome<ConsumedCode>(
-        CONSUME_CODE_AND_ISSUE,
-        {
-          now,
-          codeHash,
-          clientId: client.id,
-          refreshHash: refresh.hash,
-          challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
-          redirectUri: input.redirectUri ?? null,
-          registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
-          withRefresh,
-          requested: requestedResources.join(' '),
-          api: this.resources.api,
-          ...AuditService.params(event),
-        },
-        { settle: CODE_SETTLED, outcome: CONSUMED_OUTCOME },
-      );
+      row = await this.codes.consumeAndIssue({
+        now,
+        codeHash,
+        clientId: client.id,
+        refreshHash: refresh.hash,
+        challenge: input.codeVerifier === undefined ? null : s256(input.codeVerifier),
+        redirectUri: input.redirectUri ?? null,
+        registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
+        withRefresh,
+        requested: requestedResources.join(' '),
+        api: this.resources.api,
+        ...AuditService.params(event),
+      });
     } else {
       // One transaction: the code's consumption and, when its checks pass, the event with the refresh
       // token (for a client allowed the refresh-token grant). A refused code stays consumed; if storing what it
       // yields fails, nothing of the unit stays (as with PostgreSQL's one statement).
       const issuing = withRefresh ? this.issuer.newRefreshToken() : undefined;
       refresh = issuing;
-      [row, decided] = await this.db.sqliteUnit((exec): [ConsumedCode | undefined, typeof decided] => {
-        const consumed = exec<ConsumedCode>(CONSUME_CODE, { now, codeHash, clientId: client.id }).rows[0];
-        if (!consumed) return [undefined, {}];
+      const unit = await this.codes.consumeInUnit<[ConsumedCode, typeof decided]>({ now, codeHash, clientId: client.id }, (consumed) => {
         let grant: GrantRef;
         try {
           grant = this.redeemed(consumed, client, input, requestedResources, now);
         } catch (error) {
-          if (error instanceof OAuthError) return [consumed, { refused: error }];
+          if (error instanceof OAuthError) return { writes: [], result: [consumed, { refused: error }] };
           throw error;
         }
         event.userId = consumed.user_id;
         const writes = issuing ? this.issuer.refreshTokenWrites(grant, now, event, consumed.scope, issuing) : [AuditService.writeOf(event)];
-        for (const { statement, params } of writes) exec(statement, params);
         consumed.issued = issuing !== undefined;
         consumed.audited = true;
-        return [consumed, { grant }];
+        return { writes, result: [consumed, { grant }] };
       });
+      if (unit) [row, decided] = unit;
     }
     if (!row) {
-      const known = await this.db.one<{ grant_id: string; client_id: string; user_id: string }>(FIND_CODE, { codeHash });
+      const known = await this.codes.find(codeHash);
       // Unknown, or a code of another client, which is not consumed: that client cannot burn it.
       if (!known || known.client_id !== client.id) throw invalidGrant('The authorization code is invalid.');
       // Presented a second time: whatever the first redemption issued is revoked (RFC 6749 4.1.2).

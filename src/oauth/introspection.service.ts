@@ -1,12 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
 import { AccessTokenVerifier } from '../auth/access-token-verifier.service';
 import type { ActClaim } from '../auth/principal';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
-import { RefreshToken } from './entities/refresh-token.entity';
+import { GrantsRepository } from './grants.repository';
 import { GrantRevocationService } from './grant-revocation.service';
 import { hashSecret } from './secrets';
 
@@ -30,7 +28,7 @@ export type Introspection =
 @Injectable()
 export class IntrospectionService {
   constructor(
-    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
+    private readonly grants: GrantsRepository,
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
     private readonly lifecycle: GrantRevocationService,
@@ -39,7 +37,7 @@ export class IntrospectionService {
 
   async introspect(client: Client, token: string): Promise<Introspection> {
     const now = Date.now();
-    const refresh = token.includes('.') ? null : await this.refreshTokens.findOne({ where: { tokenHash: hashSecret(token) } });
+    const refresh = token.includes('.') ? null : await this.grants.findRefreshToken(hashSecret(token));
     if (refresh) {
       if (refresh.clientId !== client.id || refresh.rotatedAt !== null || refresh.expiresAt <= now) return { active: false };
       if (!(await this.lifecycle.isLive(refresh.grantId, now))) return { active: false };

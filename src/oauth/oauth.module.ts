@@ -17,6 +17,7 @@ import { ClientAuthGuard } from './client-auth.guard';
 import { ClientKeys } from './client-keys';
 import { ClientsRepository } from './clients.repository';
 import { ClientsService } from './clients.service';
+import { CodesRepository } from './codes.repository';
 import { CodeGrantService } from './code-grant.service';
 import { ConsentsRepository } from './consents.repository';
 import { ConsentService } from './consent.service';
@@ -52,6 +53,7 @@ import { RegistrationService } from './registration.service';
 import { ResourceIndicators } from './resource-indicators';
 import { RemoteJsonFetcher, SafeRemoteJson } from './remote-json';
 import { ClientCredentialsGrantService } from './client-credentials-grant.service';
+import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { TokenIssuer, signingKeyProvider } from './token-issuer.service';
 import { TokenExchangeGrantService } from './token-exchange-grant.service';
 import { UserInfoController } from './userinfo.controller';
@@ -119,7 +121,9 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AuthorizationRequestValidator,
     ResourceIndicators,
     TokenIssuer,
+    RefreshTokensRepository,
     CodeGrantService,
+    CodesRepository,
     RefreshGrantService,
     ClientCredentialsGrantService,
     TokenExchangeGrantService,

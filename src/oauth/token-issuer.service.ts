@@ -2,25 +2,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { type JwtModuleOptions, JwtSecretRequestType, JwtService, type JwtSignOptions } from '@nestjs/jwt';
 import { AppConfig } from '../config/app-config';
-import { AUDIT_ROW } from '../audit/audit.repository';
 import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
-import { SqlRunner, Statement, type StatementWrite, epochMs } from '../database/sql';
+import { type StatementWrite, epochMs } from '../database/sql';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
 import { OidcScope } from './oidc.scopes';
+import { type NewRefreshToken, RefreshTokensRepository } from './refresh-tokens.repository';
 import { hashSecret, randomSecret } from './secrets';
-
-const REFRESH_TOKEN_INSERT = `
-  INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
-/** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
-const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(
-  `WITH audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${REFRESH_TOKEN_INSERT}`,
-);
-/** SQLite: the refresh token alone (the event is a second write of the same transaction). */
-const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 
 /**
  * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the
@@ -121,7 +111,7 @@ export function signingKeyProvider(keys: Pick<SigningKeysService, 'privateKeyOf'
 @Injectable()
 export class TokenIssuer {
   constructor(
-    private readonly db: SqlRunner,
+    private readonly refreshTokens: RefreshTokensRepository,
     private readonly audit: AuditService,
     private readonly jwt: JwtService,
     private readonly keys: SigningKeysService,
@@ -190,38 +180,29 @@ export class TokenIssuer {
    */
   async issue(grant: GrantRef, scope: string, now: number, event: AuditEvent): Promise<TokenResponse> {
     const refresh = this.newRefreshToken();
-    await this.db.atomic(this.refreshTokenWrites(grant, now, event, scope, refresh));
+    await this.refreshTokens.insert(TokenIssuer.refreshTokenOf(grant, scope, refresh), now, event);
     this.audit.log(event);
     return this.respond(grant, scope, refresh);
   }
 
   /**
    * The writes that store `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
-   * are the grant's), for a caller that makes them part of a group of writes ({@link SqlRunner.atomic},
-   * {@link SqlRunner.sqliteUnit}): on PostgreSQL one statement, on SQLite two. With `onlyIfChanged`, they run only
-   * when the write before them changed a row.
+   * are the grant's), for a caller that makes them part of its unit of work.
    */
-  refreshTokenWrites(
-    grant: GrantRef,
-    now: number,
-    event: AuditEvent,
-    refreshScope: string,
-    refresh: RefreshTokenSecret,
-    onlyIfChanged = false,
-  ): StatementWrite[] {
-    const params = {
+  refreshTokenWrites(grant: GrantRef, now: number, event: AuditEvent, refreshScope: string, refresh: RefreshTokenSecret): StatementWrite[] {
+    return this.refreshTokens.insertWrites(TokenIssuer.refreshTokenOf(grant, refreshScope, refresh), now, event);
+  }
+
+  /** The row of a new refresh token for `grant` with `refreshScope`; the family's lifetime is absolute. */
+  static refreshTokenOf(grant: GrantRef, refreshScope: string, refresh: RefreshTokenSecret): NewRefreshToken {
+    return {
       tokenHash: refresh.hash,
       grantId: grant.id,
       clientId: grant.clientId,
       userId: grant.userId,
       scope: refreshScope,
-      now,
-      // The family's lifetime is absolute: rotation never extends it.
       expiresAt: grant.expiresAt,
-      ...AuditService.params(event),
     };
-    if (this.db.postgres) return [{ statement: INSERT_REFRESH_TOKEN_POSTGRES, params, onlyIfChanged }];
-    return [{ statement: INSERT_REFRESH_TOKEN, params, onlyIfChanged }, AuditService.writeOf(event, { onlyIfChanged })];
   }
 
   /**

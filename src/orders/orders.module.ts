@@ -10,5 +10,6 @@ import { OrdersService } from './orders.service';
   imports: [TypeOrmModule.forFeature([Order]), UsersModule],
   controllers: [OrdersController],
   providers: [OrdersService, OrdersRepository],
+  exports: [OrdersRepository],
 })
 export class OrdersModule {}

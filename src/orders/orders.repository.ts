@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import type { OrderSortKey } from './dto/list-orders-query.dto';
 import { Order, type OrderStatus } from './order.entity';
 
@@ -36,5 +36,10 @@ export class OrdersRepository {
 
   async insert(order: Order): Promise<void> {
     await this.orders.insert(order);
+  }
+
+  /** Stores many orders at once, in `unit` (a transaction's manager) when given. */
+  async insertMany(orders: Order[], unit?: EntityManager): Promise<void> {
+    await (unit ? unit.getRepository(Order) : this.orders).insert(orders);
   }
 }

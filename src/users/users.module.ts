@@ -13,6 +13,6 @@ import { UsersService } from './users.service';
   imports: [TypeOrmModule.forFeature([User, UserCount])],
   controllers: [UsersController],
   providers: [UsersService, UsersRepository, PasswordHasher, SqlRunner, { provide: RoleDirectory, useExisting: UsersService }],
-  exports: [UsersService, PasswordHasher],
+  exports: [UsersService, UsersRepository, PasswordHasher],
 })
 export class UsersModule {}

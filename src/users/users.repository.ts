@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { UserSortKey } from './dto/list-users-query.dto';
 import { type Gender, type Role, User } from './user.entity';
@@ -114,6 +114,11 @@ export class UsersRepository {
 
   async insert(user: User): Promise<void> {
     await this.users.insert(user);
+  }
+
+  /** Stores many users at once, in `unit` (a transaction's manager) when given. */
+  async insertMany(users: User[], unit?: EntityManager): Promise<void> {
+    await (unit ? unit.getRepository(User) : this.users).insert(users);
   }
 
   /** Changes a user's fields; false when there is no such user. */
