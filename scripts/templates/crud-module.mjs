@@ -33,6 +33,7 @@ export function renderModule({ plural, singular, timestamp }) {
       [`${dir}/dto/update-${singular}.dto.ts`]: updateDto(n),
       [`${dir}/dto/list-${plural}-query.dto.ts`]: listQueryDto(n),
       [`${dir}/dto/${singular}-response.dto.ts`]: responseDto(n),
+      [`${dir}/${plural}.repository.ts`]: repository(n),
       [`${dir}/${plural}.service.ts`]: service(n),
       [`${dir}/${plural}.controller.ts`]: controller(n),
       [`${dir}/${plural}.module.ts`]: module(n),
@@ -151,34 +152,76 @@ export class ${n.Singular}PageResponseDto {
 }
 `;
 
-const service = (n) => `import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+const repository = (n) => `import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { isUniqueViolation } from '../common/database-errors';
-import { DomainError } from '../common/domain-error';
-import type { Page } from '../common/pagination';
-import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
-import type { List${n.Plural}QueryDto, ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
-import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
-import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
+import type { ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
 import { ${n.Singular} } from './${n.singular}.entity';
-import { ${n.Plural}Error } from './${n.plural}.errors';
 
 /** Sort keys map to columns through this allow-list only: a query value never reaches the SQL text. */
 const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.created_at', name: 'row.name' };
 
+/** The module's one way to its table: every query, built or raw, is a method here. */
+@Injectable()
+export class ${n.Plural}Repository {
+  constructor(@InjectRepository(${n.Singular}) private readonly rows: Repository<${n.Singular}>) {}
+
+  /** A page sorted by \`sort\` (then id, in the same direction), with the total count. */
+  page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number }): Promise<[${n.Singular}[], number]> {
+    const direction = options.descending ? 'DESC' : 'ASC';
+    const qb = this.rows.createQueryBuilder('row').orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
+    return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
+  }
+
+  findById(id: string): Promise<${n.Singular} | null> {
+    return this.rows.findOneBy({ id });
+  }
+
+  /** A new row from its fields (not stored yet). */
+  build(fields: Partial<${n.Singular}>): ${n.Singular} {
+    return this.rows.create(fields);
+  }
+
+  async insert(row: ${n.Singular}): Promise<void> {
+    await this.rows.insert(row);
+  }
+
+  /** Changes a row's fields; false when there is no such row. */
+  async update(id: string, changes: Partial<${n.Singular}>): Promise<boolean> {
+    return Boolean((await this.rows.update({ id }, changes)).affected);
+  }
+
+  /** Deletes a row; false when there is no such row. */
+  async delete(id: string): Promise<boolean> {
+    return Boolean((await this.rows.delete({ id })).affected);
+  }
+}
+`;
+
+const service = (n) => `import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { isUniqueViolation } from '../common/database-errors';
+import { DomainError } from '../common/domain-error';
+import type { Page } from '../common/pagination';
+import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
+import type { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
+import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
+import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
+import type { ${n.Singular} } from './${n.singular}.entity';
+import { ${n.Plural}Error } from './${n.plural}.errors';
+import { ${n.Plural}Repository } from './${n.plural}.repository';
+
 @Injectable()
 export class ${n.Plural}Service {
-  constructor(@InjectRepository(${n.Singular}) private readonly ${n.pluralVar}: Repository<${n.Singular}>) {}
+  constructor(private readonly ${n.pluralVar}: ${n.Plural}Repository) {}
 
   async list(query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    const direction = query.order === 'desc' ? 'DESC' : 'ASC';
-    const qb = this.${n.pluralVar}
-      .createQueryBuilder('row')
-      .orderBy(SORT_COLUMNS[query.sort ?? 'createdAt'], direction)
-      .addOrderBy('row.id', direction);
-    const [rows, total] = await Promise.all([qb.clone().offset(query.offset).limit(query.limit).getMany(), qb.getCount()]);
+    const [rows, total] = await this.${n.pluralVar}.page({
+      sort: query.sort ?? 'createdAt',
+      descending: query.order === 'desc',
+      limit: query.limit,
+      offset: query.offset,
+    });
     return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
   }
 
@@ -188,7 +231,7 @@ export class ${n.Plural}Service {
 
   async create(dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
     const now = Date.now();
-    const row = this.${n.pluralVar}.create({ id: randomUUID(), name: dto.name, description: dto.description ?? null, createdAt: now, updatedAt: now });
+    const row = this.${n.pluralVar}.build({ id: randomUUID(), name: dto.name, description: dto.description ?? null, createdAt: now, updatedAt: now });
     await this.write(() => this.${n.pluralVar}.insert(row));
     return ${n.Singular}ResponseDto.from(row);
   }
@@ -196,21 +239,20 @@ export class ${n.Plural}Service {
   async update(id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
     const row = await this.find(id);
     Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
-    const result = await this.write(() =>
-      this.${n.pluralVar}.update({ id }, { name: row.name, description: row.description, updatedAt: row.updatedAt }),
+    const updated = await this.write(() =>
+      this.${n.pluralVar}.update(id, { name: row.name, description: row.description, updatedAt: row.updatedAt }),
     );
     // Deleted between the read and the write.
-    if (result.affected === 0) throw notFound();
+    if (!updated) throw notFound();
     return ${n.Singular}ResponseDto.from(row);
   }
 
   async remove(id: string): Promise<void> {
-    const result = await this.${n.pluralVar}.delete({ id });
-    if (!result.affected) throw notFound();
+    if (!(await this.${n.pluralVar}.delete(id))) throw notFound();
   }
 
   private async find(id: string): Promise<${n.Singular}> {
-    const row = await this.${n.pluralVar}.findOneBy({ id });
+    const row = await this.${n.pluralVar}.findById(id);
     if (!row) throw notFound();
     return row;
   }
@@ -310,13 +352,14 @@ const module = (n) => `import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ${n.Singular} } from './${n.singular}.entity';
 import { ${n.Plural}Controller } from './${n.plural}.controller';
+import { ${n.Plural}Repository } from './${n.plural}.repository';
 import { ${n.Plural}Service } from './${n.plural}.service';
 
 /** Listed in src/features.ts; its migration is found in ./migrations by file name. */
 @Module({
   imports: [TypeOrmModule.forFeature([${n.Singular}])],
   controllers: [${n.Plural}Controller],
-  providers: [${n.Plural}Service],
+  providers: [${n.Plural}Service, ${n.Plural}Repository],
 })
 export class ${n.moduleClass} {}
 `;
