@@ -12,8 +12,7 @@ import type { Express } from 'express';
  * Subclasses, built the ordinary way: earlier, plain functions calling Node's constructors on the new object (with
  * Express's objects as their prototypes) made V8 size each response for the few properties such a function sets
  * itself; the forty-odd that Node's constructor then added turned every response into a dictionary (slow property
- * lookups and stores through the whole request). Fixed: 0.94-0.97x the CPU per code flow and 1.02-1.05x the flows/s
- * on PostgreSQL (pairs in both orders).
+ * lookups and stores through the whole request; see docs/performance.md).
  */
 function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
   class ExpressRequest extends http.IncomingMessage {}
@@ -31,12 +30,8 @@ function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage
  * Express gives every request its API by swapping the prototype of Node's `req` and `res` for its own
  * (`Object.setPrototypeOf(req, app.request)` on each request). Changing an object's prototype after it is built
  * gives it a new hidden class and makes V8 keep the objects of every request alive through a young-generation
- * collection or two: measured with a bare Nest hello app on one core, 4 MB of each 11 MB of young objects survived
- * a scavenge, scavenges took 9-12 ms, and the app served 3,200 requests a second. Handing the server classes whose
- * prototypes already are Express's (Node's `IncomingMessage` and `ServerResponse` options, {@link expressClasses})
- * makes Express's swap a no-op: the same app then kept 10 KB per scavenge, paused under 1 ms and served 8,500-9,200
- * a second.
- *
+ * collection or two. Handing the server classes whose prototypes already are Express's (Node's documented
+ * `IncomingMessage` and `ServerResponse` options, {@link expressClasses}) makes Express's swap a no-op.
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
   /** Nest's `forceCloseConnections`: {@link close} ends every open connection, through Node's own server API. */

@@ -38,7 +38,7 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
           // Checkpoint every 10,000 pages (about 40 MB of log) instead of 1,000: the same hot pages (the right edges
           // of the indexes) are copied back once per checkpoint, so fewer checkpoints write and sync far less.
           // The log file is cut back to 64 MB after a checkpoint. Reads go through a 64 MB memory map and an 8 MB
-          // page cache rather than a read() per page. Together: 2.2 -> 1.75 ms of CPU per code flow (4 + 4 runs).
+          // page cache rather than a read() per page (see docs/performance.md).
           db.pragma('wal_autocheckpoint = 10000');
           db.pragma('journal_size_limit = 67108864');
           db.pragma('mmap_size = 67108864');

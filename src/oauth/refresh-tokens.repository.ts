@@ -38,8 +38,7 @@ const USE_GRACE = sql`
  *
  * The grant is looked at by its key from the token's row (a subquery per row), not joined in the UPDATE: with the
  * join, PostgreSQL's cached plan of a fresh database, made while `grants` was a page or two and never analyzed,
- * read every grant on every refresh until autovacuum's first ANALYZE (a minute or more): on the bench's flow with a
- * refresh, 0.9 -> 2.5 ms of PostgreSQL's CPU per flow within half a minute, 4,600 grants read per refresh.
+ * read every grant on every refresh until autovacuum's first ANALYZE (a minute or more).
  */
 const ROTATE_AND_ISSUE = new Statement(`
   WITH rotated AS (
