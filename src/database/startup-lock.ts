@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { withAdvisoryLock } from './locked-write';
 
 /** The PostgreSQL advisory lock key of the start-up work (an arbitrary constant of this service: "oauthsvc"). */
 const STARTUP_LOCK_KEY = '6f61757468737663';
@@ -10,17 +11,5 @@ const STARTUP_LOCK_KEY = '6f61757468737663';
  * SQLite, which serialises writers by itself, the work runs as is.
  */
 export async function withStartupLock<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {
-  if (dataSource.options.type !== 'postgres') return work();
-  const runner = dataSource.createQueryRunner();
-  await runner.connect();
-  try {
-    await runner.query(`SELECT pg_advisory_lock(x'${STARTUP_LOCK_KEY}'::bigint)`);
-    try {
-      return await work();
-    } finally {
-      await runner.query(`SELECT pg_advisory_unlock(x'${STARTUP_LOCK_KEY}'::bigint)`);
-    }
-  } finally {
-    await runner.release();
-  }
+  return (await withAdvisoryLock(dataSource, STARTUP_LOCK_KEY, work, true)) as T;
 }

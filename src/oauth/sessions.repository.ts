@@ -10,7 +10,9 @@ export interface SessionRecord {
   userId: string;
   csrfToken: string;
   expiresAt: number;
+  /** When the user logged in (epoch ms): ID tokens' `auth_time`. */
   authTime: number;
+  /** The session's id in ID tokens (never its cookie's hash, which is `id`). */
   sid: string;
   /** Only when read with a client: the scope its user has granted that client (empty when none). */
   consentedScope?: string;

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import type { Session } from './entities/session.entity';
-import { SessionsRepository } from './sessions.repository';
+import { type SessionRecord, SessionsRepository } from './sessions.repository';
 import { OAuthConfig } from './oauth.config';
 import { hashSecret, randomSecret } from './secrets';
 
@@ -14,15 +14,7 @@ export interface StartedSession {
 }
 
 /** A live session as the authorization endpoint reads it. */
-export interface CurrentSession {
-  id: string;
-  userId: string;
-  csrfToken: string;
-  expiresAt: number;
-  /** When the user logged in (epoch ms): ID tokens' `auth_time`. */
-  authTime: number;
-  /** The session's id in ID tokens (never its cookie's hash, which is `id`). */
-  sid: string;
+export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
   /** The scopes the user has granted the client asked about (see {@link SessionsService.current}). */
   consented?: Set<string>;
 }
