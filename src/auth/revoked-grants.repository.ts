@@ -42,8 +42,9 @@ export class RevokedGrantsRepository {
     return { statement: UPSERT_REVOKED_GRANT, params: { grantId: id, now: revokedAt, expiresAt } };
   }
 
-  async upsertAll(entries: { id: string; revokedAt: number; expiresAt: number }[]): Promise<void> {
-    await this.db.atomic(entries.map(({ id, revokedAt, expiresAt }) => RevokedGrantsRepository.upsertOf(id, revokedAt, expiresAt)));
+  /** Upserts entries revoked at `revokedAt`, listed until `expiresAt`, in one transaction. */
+  async upsertAll(ids: string[], revokedAt: number, expiresAt: number): Promise<void> {
+    await this.db.atomic(ids.map((id) => RevokedGrantsRepository.upsertOf(id, revokedAt, expiresAt)));
   }
 
   /** Up to `limit` entries live at `now` revoked after (`sinceAt`, `sinceId`), oldest first. */

@@ -139,7 +139,7 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   async revoke(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const now = Date.now();
-    await this.entries.upsertAll(ids.map((id) => ({ id, revokedAt: now, expiresAt: this.expiryOf(now) })));
+    await this.entries.upsertAll(ids, now, this.expiryOf(now));
     this.applied(ids, now);
   }
 

@@ -125,9 +125,10 @@ interface SqliteHandle {
  * hydration. Meant for the few statements per request on the hot paths; everything else stays on repositories.
  *
  * PostgreSQL: each statement is a named prepared statement (node-postgres prepares it once per connection; later
- * runs only bind and execute), sent on the data source's pipelined connection (`pipelined-connection.ts`: it does
- * not wait for the answers to the statements before it, and each is its own transaction) or, when that one is
- * full, on a pooled connection; {@link atomic} holds a pooled connection for its transaction.
+ * runs only bind and execute), sent on one of the data source's two pipelined connections
+ * (`pipelined-connection.ts`: a statement does not wait for the answers to those before it, and each is its own
+ * transaction) or, when they are full, on a pooled connection; {@link atomic} holds a pooled connection for its
+ * transaction.
  * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
  *
  * SQLite: better-sqlite3 runs a statement synchronously on the one connection, prepared once. A statement never
@@ -276,7 +277,7 @@ export class SqlRunner {
   }
 
   /** The driver's pool, read at each call: a reconnected data source has a new one. */
-  pool(): Pool {
+  private pool(): Pool {
     const pool = handlesOf(this.dataSource).pool;
     if (!pool) throw new QueryFailedError('', [], new Error('Connection pool is not open'));
     return pool;

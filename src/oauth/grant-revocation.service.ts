@@ -8,6 +8,7 @@ import { RevokedGrantsService, clientTokensId, userTokensId } from '../auth/revo
 import { USER_DELETING, type UserDeletingEvent } from '../users/user-events';
 import type { Client } from './entities/client.entity';
 import { GrantsRepository } from './grants.repository';
+import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
 import { hashSecret } from './secrets';
 
@@ -19,6 +20,7 @@ import { hashSecret } from './secrets';
 export class GrantRevocationService {
   constructor(
     private readonly grants: GrantsRepository,
+    private readonly refreshTokens: RefreshTokensRepository,
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
     private readonly audit: AuditService,
@@ -43,7 +45,7 @@ export class GrantRevocationService {
   async revokeToken(client: Client, token: string, context: AuditContext): Promise<void> {
     const revoked = (userId: string | null) =>
       AuditService.event({ type: 'token.revoked', actor: `client:${client.id}`, userId, clientId: client.id }, context);
-    const refresh = await this.grants.findRefreshToken(hashSecret(token));
+    const refresh = await this.refreshTokens.findStored(hashSecret(token));
     if (refresh) {
       if (refresh.clientId === client.id) await this.revokeGrant(refresh.grantId, revoked(refresh.userId));
       return;

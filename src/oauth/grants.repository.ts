@@ -5,7 +5,6 @@ import type { AuditEvent } from '../audit/audit-event.entity';
 import { AUDIT_ROW, AuditRepository } from '../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
 import { Grant } from './entities/grant.entity';
-import { RefreshToken } from './entities/refresh-token.entity';
 
 /**
  * The `token.exchanged` event, written only while the subject token's grant (and the actor token's, when it is a
@@ -56,12 +55,11 @@ export interface LiveGrant {
   lastTokenAt: number | null;
 }
 
-/** The grants' (and their codes' and refresh tokens') one way to their tables. */
+/** The grants' one way to their table (a grant's revocation also deletes its live refresh tokens). */
 @Injectable()
 export class GrantsRepository {
   constructor(
     @InjectRepository(Grant) private readonly grants: Repository<Grant>,
-    @InjectRepository(RefreshToken) private readonly refreshTokens: Repository<RefreshToken>,
     private readonly db: SqlRunner,
   ) {}
 
@@ -69,11 +67,6 @@ export class GrantsRepository {
   async isLive(grantId: string, now: number): Promise<boolean> {
     const grant = await this.grants.findOne({ where: { id: grantId }, select: { id: true, revokedAt: true, expiresAt: true } });
     return Boolean(grant && grant.revokedAt === null && grant.expiresAt > now);
-  }
-
-  /** The refresh token stored under this hash, rotated or not. */
-  findRefreshToken(tokenHash: string): Promise<RefreshToken | null> {
-    return this.refreshTokens.findOne({ where: { tokenHash } });
   }
 
   /**

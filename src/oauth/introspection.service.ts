@@ -4,7 +4,7 @@ import type { ActClaim } from '../auth/principal';
 import { RevokedGrantsService } from '../auth/revoked-grants.service';
 import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
-import { GrantsRepository } from './grants.repository';
+import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { GrantRevocationService } from './grant-revocation.service';
 import { hashSecret } from './secrets';
 
@@ -28,7 +28,7 @@ export type Introspection =
 @Injectable()
 export class IntrospectionService {
   constructor(
-    private readonly grants: GrantsRepository,
+    private readonly refreshTokens: RefreshTokensRepository,
     private readonly accessTokens: AccessTokenVerifier,
     private readonly revoked: RevokedGrantsService,
     private readonly lifecycle: GrantRevocationService,
@@ -37,7 +37,7 @@ export class IntrospectionService {
 
   async introspect(client: Client, token: string): Promise<Introspection> {
     const now = Date.now();
-    const refresh = token.includes('.') ? null : await this.grants.findRefreshToken(hashSecret(token));
+    const refresh = token.includes('.') ? null : await this.refreshTokens.findStored(hashSecret(token));
     if (refresh) {
       if (refresh.clientId !== client.id || refresh.rotatedAt !== null || refresh.expiresAt <= now) return { active: false };
       if (!(await this.lifecycle.isLive(refresh.grantId, now))) return { active: false };

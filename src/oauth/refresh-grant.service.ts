@@ -85,14 +85,7 @@ export class RefreshGrantService {
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
     // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
     // without the successor it was rotated to.
-    const successor = {
-      tokenHash: next.hash,
-      grantId: grant.id,
-      clientId: grant.clientId,
-      userId: grant.userId,
-      scope: row.scope,
-      expiresAt: grant.expiresAt,
-    };
+    const successor = TokenIssuer.refreshTokenOf(grant, row.scope, next);
     if (!(await this.tokens.rotate(tokenHash, sealed, now, successor, event))) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.tokens.find(tokenHash);

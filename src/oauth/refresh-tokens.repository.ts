@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { AUDIT_ROW, AuditRepository } from '../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, sql } from '../database/sql';
+import { RefreshToken } from './entities/refresh-token.entity';
 
 const REFRESH_TOKEN_INSERT = `
   INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
@@ -103,7 +106,15 @@ export interface NewRefreshToken {
 /** The refresh tokens' one way to their table. */
 @Injectable()
 export class RefreshTokensRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    @InjectRepository(RefreshToken) private readonly stored: Repository<RefreshToken>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The stored refresh token of this hash, rotated or not, as an entity (revocation, introspection). */
+  findStored(tokenHash: string): Promise<RefreshToken | null> {
+    return this.stored.findOne({ where: { tokenHash } });
+  }
 
   /** The refresh token stored under this hash, with its grant's state. */
   find(tokenHash: string): Promise<RefreshTokenRow | undefined> {
