@@ -23,13 +23,24 @@ function has(container: unknown, key: string): boolean {
  * (`Bearer<2 spaces>token` is accepted, as `1*SP` allows); a value with inner whitespace (`Bearer a b`) is
  * malformed, 400 invalid_request, as passport answers any header that is not exactly two parts.
  */
+/** The authenticate options BearerAuthGuard passes: the verifier of the application that received the request. */
+export interface BearerOptions {
+  verifier?: AccessTokenVerifier;
+}
+
+/** What the strategy hands its verify callback: the header alone, and the verifier to use. */
+interface BearerView {
+  headers: { authorization?: string };
+  verifier: AccessTokenVerifier;
+}
+
 @Injectable()
 export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
   constructor(private readonly verifier: AccessTokenVerifier) {
-    super({ realm: 'api' });
+    super({ realm: 'api', passReqToCallback: true });
   }
 
-  override authenticate(req: Request, options?: object): void {
+  override authenticate(req: Request, options?: BearerOptions): void {
     const header = req.headers.authorization;
     const match = header === undefined ? null : BEARER.exec(header.trim());
     const token = match?.[1]?.trim();
@@ -37,13 +48,16 @@ export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
       (this as unknown as { fail(status: number): void }).fail(400);
       return;
     }
-    const view = { headers: match ? { authorization: token ? `Bearer ${token}` : 'Bearer' } : {} };
-    super.authenticate(view as Request, options);
+    const view: BearerView = {
+      headers: match ? { authorization: token ? `Bearer ${token}` : 'Bearer' } : {},
+      verifier: options?.verifier ?? this.verifier,
+    };
+    super.authenticate(view as unknown as Request, options);
   }
 
   /** Passport's verify callback: the caller, or `false` for a token that is not valid here. */
-  async validate(token: string): Promise<AuthPrincipal | false> {
+  async validate(view: BearerView, token: string): Promise<AuthPrincipal | false> {
     if (!B64TOKEN.test(token)) return false;
-    return this.verifier.verify(token).catch(() => false as const);
+    return view.verifier.verify(token).catch(() => false as const);
   }
 }

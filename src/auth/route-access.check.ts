@@ -1,8 +1,21 @@
-import { Injectable, type OnApplicationBootstrap, type Type } from '@nestjs/common';
-import { PATH_METADATA } from '@nestjs/common/constants';
+import { Get, Injectable, type OnApplicationBootstrap, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from './auth.decorators';
 import { isScope } from './scopes';
+
+/**
+ * The metadata keys that mark a method as a route handler, learnt from what Nest's own `@Get()` records on a probe
+ * (Nest exports no route list and no name for these keys outside its internal entry point).
+ */
+const ROUTE_KEYS: unknown[] = (() => {
+  const probe = { handler() {} };
+  Get()(probe, 'handler', Object.getOwnPropertyDescriptor(probe, 'handler')!);
+  return Reflect.getMetadataKeys(probe.handler);
+})();
+
+function isRouteHandler(method: object): boolean {
+  return ROUTE_KEYS.length > 0 && ROUTE_KEYS.every((key) => Reflect.hasOwnMetadata(key, method));
+}
 
 /** A route handler and its controller, as the guard and the start-up check read their metadata (handler first). */
 export type RouteTargets = [handler: (...args: never[]) => unknown, controller: Type<unknown>];
@@ -44,7 +57,7 @@ export class RouteAccessCheck implements OnApplicationBootstrap {
       const prototype = Object.getPrototypeOf(wrapper.instance) as Record<string, (...args: never[]) => unknown>;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const handler = prototype[name];
-        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
+        if (!isRouteHandler(handler)) continue;
         const problem = accessDeclarationProblem(this.reflector, [handler, controller]);
         if (problem) problems.push(`${controller.name}.${name}: ${problem}`);
       }

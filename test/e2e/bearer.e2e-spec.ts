@@ -302,6 +302,27 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
     });
   });
 
+  describe('several applications in one process (passport keeps one `bearer` strategy per process)', () => {
+    it('verifies each application\'s tokens with its own keys, whichever application was created last', async () => {
+      const second = await createTestApp(NO_RATE_LIMITS);
+      try {
+        const mine = await issueTokens(t, { user });
+        const theirs = await issueTokens(second);
+        // Each application accepts its own token ...
+        await expectAccepted(mine.access);
+        const own = await second.http().get('/api/resource').set('Authorization', `Bearer ${theirs.access}`);
+        expect(own.status).toBe(200);
+        // ... and refuses the other's, signed by keys it never published.
+        await expectInvalidToken(theirs.access, '/api/resource');
+        const foreign = await second.http().get('/api/resource').set('Authorization', `Bearer ${mine.access}`);
+        expectProblem(foreign, 401, '/api/resource');
+        expect(foreign.headers['www-authenticate']).toBe(bearerChallenge(second, INVALID_TOKEN));
+      } finally {
+        await second.close();
+      }
+    });
+  });
+
   describe('scopes (403 insufficient_scope), checked before ownership', () => {
     async function expectInsufficient(
       method: 'get' | 'post' | 'put' | 'delete',
