@@ -5,7 +5,7 @@ import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
 import { checkJsonBody } from './common/json-body';
 import { refuseUnreadBody } from './common/unread-body';
-import { securityHeaders } from './common/security-headers';
+import helmet from 'helmet';
 import { accessLogMiddleware } from './logging/access-log.middleware';
 import { ACCESS_LOGGER } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
@@ -43,7 +43,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   const metrics = app.get(MetricsService);
   app.use(accessLogMiddleware(app.get(ACCESS_LOGGER), metrics.enabled ? metrics.observeRequest : undefined));
   app.use(
-    securityHeaders({
+    helmet({
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: config.secureCookies ? [] : null } },
       strictTransportSecurity: config.secureCookies,
     }),
