@@ -105,7 +105,13 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 
   /** Passport's outcome: the caller, or the RFC 6750 answer to a failed attempt. */
-  override handleRequest<TUser = AuthPrincipal>(error: unknown, user: AuthPrincipal | false, challenge: unknown, _context: ExecutionContext, status?: unknown): TUser {
+  override handleRequest<TUser = AuthPrincipal>(
+    error: unknown,
+    user: AuthPrincipal | false,
+    challenge: unknown,
+    _context: ExecutionContext,
+    status?: unknown,
+  ): TUser {
     if (error) throw error;
     if (!user) throw failure(challenge, typeof status === 'number' ? status : undefined);
     return user as TUser;

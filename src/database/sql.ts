@@ -112,11 +112,24 @@ const SQLITE_STATEMENTS = 200;
  */
 const SQLITE_BUSY_WAIT_MS = 10_000;
 
-/** A SQLite connection's prepared statements and its transaction wrapper, made once. */
+/** A SQLite connection's prepared statements and its transaction wrappers, made once. */
 interface SqliteHandle {
   db: Database;
   prepared: LRUCache<string, SqliteStatement>;
+  /** A transaction of its own, or a savepoint inside the batch's (better-sqlite3 nests them so). */
   transaction: (work: () => unknown) => unknown;
+  /** One `BEGIN IMMEDIATE` transaction around a batch of units (see {@link SqlRunner.enqueue}). */
+  batch: { immediate(units: SqliteUnit[]): void };
+}
+
+/** One caller's writes on SQLite, waiting for the next batch: all of them or none, then its promise settles. */
+interface SqliteUnit {
+  work: (sqlite: SqliteHandle) => unknown;
+  /** Several statements: run in a savepoint, so that a failure undoes this unit only. */
+  several: boolean;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  outcome?: { value: unknown } | { error: unknown };
 }
 
 /**
@@ -131,14 +144,22 @@ interface SqliteHandle {
  * transaction.
  * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
  *
- * SQLite: better-sqlite3 runs a statement synchronously on the one connection, prepared once. A statement never
- * runs inside a transaction TypeORM has open on that connection (awaiting between its statements): it waits for
- * it to end, so no write of the hot paths can be rolled back with someone else's transaction.
+ * SQLite: better-sqlite3 runs a statement synchronously on the one connection, prepared once. A read runs at
+ * once. Writes are committed together: each caller's writes ({@link run}, {@link atomic}, {@link sqliteUnit}) are
+ * queued, and once per turn of the event loop the queue runs in one transaction, each caller's writes in a
+ * savepoint of their own (a failure undoes that caller's writes only); every caller hears of its writes once the
+ * transaction has committed. A commit writes every page it changed to the WAL, so one commit for the writes of
+ * many requests instead of one each is most of the flows' cost on SQLite (docs/performance.md). Nothing runs inside
+ * a transaction TypeORM has open on that connection (awaiting between its statements): the batch waits for it to
+ * end, so no write of the hot paths can be rolled back with someone else's transaction.
  */
 @Injectable()
 export class SqlRunner {
   readonly postgres: boolean;
   private sqliteHandle: SqliteHandle | undefined;
+  /** SQLite: the units waiting for the next batch, and whether it is scheduled. */
+  private queued: SqliteUnit[] = [];
+  private batchScheduled = false;
 
   constructor(private readonly dataSource: DataSource) {
     this.postgres = dataSource.options.type === 'postgres';
@@ -149,6 +170,7 @@ export class SqlRunner {
       const { text, values } = bindValues(statement, params, this.postgres);
       if (this.postgres) return this.runPrepared<Row>(statement, text, values);
       const sqlite = this.sqlite();
+      if (this.writesSqlite(sqlite, text)) return this.enqueue(false, (batch) => this.execSqlite<Row>(batch, text, values));
       if (!sqlite.db.inTransaction) return Promise.resolve(this.execSqlite<Row>(sqlite, text, values));
       return this.idleSqlite().then((idle) => this.execSqlite<Row>(idle, text, values));
     } catch (error) {
@@ -173,21 +195,89 @@ export class SqlRunner {
     const db = handlesOf(this.dataSource).sqlite;
     if (!db || !db.open) throw new QueryFailedError('', [], new Error('The database connection is not open'));
     if (this.sqliteHandle?.db !== db) {
-      this.sqliteHandle = {
+      const transaction = db.transaction((work: () => unknown) => work());
+      const handle: SqliteHandle = {
         db,
         prepared: new LRUCache({ max: SQLITE_STATEMENTS }),
-        transaction: db.transaction((work: () => unknown) => work()),
+        transaction,
+        batch: db.transaction((units: SqliteUnit[]) => {
+          for (const unit of units) {
+            try {
+              unit.outcome = { value: unit.several ? transaction(() => unit.work(handle)) : unit.work(handle) };
+            } catch (error) {
+              // SQLite ended the whole transaction (an I/O error, say): nothing of this batch stays.
+              if (!db.inTransaction) throw error;
+              unit.outcome = { error };
+            }
+          }
+        }),
       };
+      this.sqliteHandle = handle;
     }
     return this.sqliteHandle;
+  }
+
+  /**
+   * Queues `work` (synchronous, on the connection) for the next batch; resolves with its result once the batch has
+   * committed, or rejects with its error (then none of its writes stay).
+   */
+  private enqueue<T>(several: boolean, work: (sqlite: SqliteHandle) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queued.push({ work, several, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.batchScheduled) {
+        this.batchScheduled = true;
+        setImmediate(() => void this.runBatch());
+      }
+    });
+  }
+
+  /** Runs the queued units in one transaction, once no transaction of TypeORM's is open on the connection. */
+  private async runBatch(): Promise<void> {
+    let sqlite: SqliteHandle | undefined;
+    let failure: unknown;
+    try {
+      sqlite = await this.idleSqlite();
+    } catch (error) {
+      failure = error;
+    }
+    const units = this.queued;
+    this.queued = [];
+    this.batchScheduled = false;
+    if (sqlite) {
+      try {
+        sqlite.batch.immediate(units);
+      } catch (error) {
+        failure = error instanceof QueryFailedError ? error : new QueryFailedError('COMMIT', [], error as Error);
+      }
+    }
+    for (const unit of units) {
+      const outcome = failure === undefined ? unit.outcome : { error: failure };
+      if (outcome && 'value' in outcome) unit.resolve(outcome.value);
+      else unit.reject(outcome?.error);
+    }
+  }
+
+  /** Whether a statement writes (false for one that does not prepare: running it at once reports its error). */
+  private writesSqlite(sqlite: SqliteHandle, text: string): boolean {
+    try {
+      return !this.preparedSqlite(sqlite, text).readonly;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A statement prepared on the connection, once per text. */
+  private preparedSqlite(sqlite: SqliteHandle, text: string): SqliteStatement {
+    let prepared = sqlite.prepared.get(text);
+    if (!prepared) sqlite.prepared.set(text, (prepared = sqlite.db.prepare(text)));
+    return prepared;
   }
 
   /** Runs a statement on SQLite now. */
   private execSqlite<Row>(sqlite: SqliteHandle, text: string, values: unknown[]): SqlResult<Row> {
     this.dataSource.logger.logQuery(text, values);
     try {
-      let prepared = sqlite.prepared.get(text);
-      if (!prepared) sqlite.prepared.set(text, (prepared = sqlite.db.prepare(text)));
+      const prepared = this.preparedSqlite(sqlite, text);
       if (!prepared.reader) return { rows: [], affected: prepared.run(...values).changes };
       const rows = prepared.all(...values) as Row[];
       return { rows, affected: rows.length };
@@ -203,15 +293,14 @@ export class SqlRunner {
    * round. Resolves with `work`'s result once committed; if `work` throws, none of its writes stay and the promise
    * rejects with that error.
    */
-  async sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
-    if (this.postgres) throw new Error('sqliteUnit runs on SQLite only');
-    const sqlite = await this.idleSqlite();
-    return sqlite.transaction(() =>
+  sqliteUnit<T>(work: (exec: SqliteExec) => T): Promise<T> {
+    if (this.postgres) return Promise.reject(new Error('sqliteUnit runs on SQLite only'));
+    return this.enqueue(true, (sqlite) =>
       work(<Row>(statement: Statement, params: Record<string, unknown> = {}) => {
         const { text, values } = bindValues(statement, params, false);
         return this.execSqlite<Row>(sqlite, text, values);
       }),
-    ) as T;
+    );
   }
 
   /**
@@ -227,14 +316,13 @@ export class SqlRunner {
       return { text, values, onlyIfChanged: Boolean(write.onlyIfChanged), name: 'statement' in write ? write.statement.name : undefined };
     });
     if (!this.postgres) {
-      const sqlite = await this.idleSqlite();
-      return sqlite.transaction(() => {
+      return this.enqueue(compiled.length > 1, (sqlite) => {
         const changed: number[] = [];
         for (const { text, values, onlyIfChanged } of compiled) {
           changed.push(onlyIfChanged && !changed.at(-1) ? 0 : this.execSqlite(sqlite, text, values).affected);
         }
         return changed;
-      }) as number[];
+      });
     }
     if (writes.length === 1 && 'statement' in writes[0] && !writes[0].onlyIfChanged) {
       // One statement is a transaction of its own: no connection held for BEGIN and COMMIT.

@@ -303,7 +303,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
   });
 
   describe('several applications in one process (passport keeps one `bearer` strategy per process)', () => {
-    it('verifies each application\'s tokens with its own keys, whichever application was created last', async () => {
+    it("verifies each application's tokens with its own keys, whichever application was created last", async () => {
       const second = await createTestApp(NO_RATE_LIMITS);
       try {
         const mine = await issueTokens(t, { user });

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handlesOf } from '../../src/database/connections';
@@ -83,5 +85,49 @@ describe('SqlRunner: the hot paths on the data source’s own connections', () =
       ]),
     ).toEqual([0, 0]);
     expect(await exists(id)).toBe(false);
+  });
+
+  it('writes of several callers in one turn: each all or none, a failing one undoes only its own', async () => {
+    const [a, b, c, d] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const outcomes = await Promise.allSettled([
+      db.atomic([
+        { statement: INSERT, params: { id: a, at: Date.now() } },
+        { statement: INSERT, params: { id: b, at: Date.now() } },
+      ]),
+      db.atomic([
+        { statement: INSERT, params: { id: c, at: Date.now() } },
+        { statement: INSERT_WITHOUT_TYPE, params: { id: randomUUID() } }, // NOT NULL: fails
+      ]),
+      db.run(INSERT_WITHOUT_TYPE, { id: randomUUID() }),
+      db.run(INSERT, { id: d, at: Date.now() }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(outcomes[0]).toEqual({ status: 'fulfilled', value: [1, 1] });
+    expect(outcomes[3]).toMatchObject({ status: 'fulfilled', value: { affected: 1 } });
+    expect(await exists(a)).toBe(true);
+    expect(await exists(b)).toBe(true);
+    expect(await exists(c)).toBe(false);
+    expect(await exists(d)).toBe(true);
+  });
+
+  it('a write is committed when its promise resolves: another connection reads it', async () => {
+    const id = randomUUID();
+    await db.run(INSERT, { id, at: Date.now() });
+    if (POSTGRES) {
+      const other = new pg.Client({ connectionString: t.databaseUrl });
+      await other.connect();
+      try {
+        expect((await other.query('SELECT COUNT(*)::int AS n FROM audit_events WHERE id = $1', [id])).rows).toEqual([{ n: 1 }]);
+      } finally {
+        await other.end();
+      }
+    } else {
+      const other = new Database(t.databaseUrl.slice('sqlite:'.length), { readonly: true });
+      try {
+        expect(other.prepare('SELECT COUNT(*) AS n FROM audit_events WHERE id = ?').get(id)).toEqual({ n: 1 });
+      } finally {
+        other.close();
+      }
+    }
   });
 });
