@@ -112,6 +112,12 @@ const SQLITE_STATEMENTS = 200;
  */
 const SQLITE_BUSY_WAIT_MS = 10_000;
 
+/**
+ * Turns of the event loop a SQLite batch stays open after the one it was started in, while each turn still adds
+ * writes: the requests one batch answers send their next ones together, and they come in over the next turns.
+ */
+const SQLITE_BATCH_EXTRA_TURNS = 2;
+
 /** A SQLite connection's prepared statements and its transaction wrappers, made once. */
 interface SqliteHandle {
   db: Database;
@@ -160,6 +166,9 @@ export class SqlRunner {
   /** SQLite: the units waiting for the next batch, and whether it is scheduled. */
   private queued: SqliteUnit[] = [];
   private batchScheduled = false;
+  /** The queue's length at the last turn the batch was held open, and how many turns it has been. */
+  private heldAt = 0;
+  private turnsHeld = 0;
 
   constructor(private readonly dataSource: DataSource) {
     this.postgres = dataSource.options.type === 'postgres';
@@ -233,6 +242,14 @@ export class SqlRunner {
 
   /** Runs the queued units in one transaction, once no transaction of TypeORM's is open on the connection. */
   private async runBatch(): Promise<void> {
+    if (this.queued.length > this.heldAt && this.turnsHeld < SQLITE_BATCH_EXTRA_TURNS) {
+      this.heldAt = this.queued.length;
+      this.turnsHeld++;
+      setImmediate(() => void this.runBatch());
+      return;
+    }
+    this.heldAt = 0;
+    this.turnsHeld = 0;
     let sqlite: SqliteHandle | undefined;
     let failure: unknown;
     try {
