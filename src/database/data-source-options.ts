@@ -37,11 +37,10 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
           db.pragma('synchronous = NORMAL');
           // Checkpoint every 10,000 pages (about 40 MB of log) instead of 1,000: the same hot pages (the right edges
           // of the indexes) are copied back once per checkpoint, so fewer checkpoints write and sync far less.
-          // The log file is cut back to 64 MB after a checkpoint. Reads go through a 64 MB memory map and an 8 MB
-          // page cache rather than a read() per page (see docs/performance.md).
+          // The log file is cut back to 64 MB after a checkpoint. Reads go through an 8 MB page cache; no memory
+          // map, whose pages count in the process's resident memory as the file grows (see docs/performance.md).
           db.pragma('wal_autocheckpoint = 10000');
           db.pragma('journal_size_limit = 67108864');
-          db.pragma('mmap_size = 67108864');
           db.pragma('cache_size = -8000');
           // The statement journal of a statement inside a transaction (SqlRunner.atomic's) in memory, not in a file.
           db.pragma('temp_store = MEMORY');
