@@ -8,7 +8,7 @@ import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
 import { allScopes } from '../auth/scopes';
 import { ClientsService } from '../oauth/clients.service';
-import { randomSecret } from '../oauth/secrets';
+import { randomSecret } from '../common/crypto/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { PasswordHasher } from '../users/password-hasher';

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
 import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { handlesOf } from '../database/connections';
+import { RATE_LIMIT_REFUSED } from '../common/rate-limit/rate-limit';
 import { RATE_LIMIT_BUCKETS, type RateLimitBucket } from '../common/rate-limit/rate-limit.config';
 import type { RequestObserver } from '../logging/access-log.middleware';
-import { GRANT_TYPES, type GrantType } from '../oauth/entities/client.entity';
 import { MetricsConfig } from './metrics.config';
 
 /** The `route` of a request no route took (a 404, a 405, the documentation's static files). */
@@ -89,7 +90,6 @@ export class MetricsService {
     dataSource: DataSource,
   ) {
     // Every series of a fixed label set exists from the start, at 0, so that rate() sees its first increment.
-    for (const grantType of GRANT_TYPES) this.tokensIssued.inc({ grant_type: grantType }, 0);
     for (const bucket of RATE_LIMIT_BUCKETS) this.rateLimitRefusals.inc({ bucket }, 0);
     if (!config.enabled) return;
     collectDefaultMetrics({ register: this.registry });
@@ -112,7 +112,12 @@ export class MetricsService {
     series.durations.observe(ms / 1000);
   };
 
-  tokenIssued(grantType: GrantType): void {
+  /** The grant types the token endpoint answers: their series exist from the start, at 0. */
+  declareGrantTypes(grantTypes: readonly string[]): void {
+    for (const grantType of grantTypes) this.tokensIssued.inc({ grant_type: grantType }, 0);
+  }
+
+  tokenIssued(grantType: string): void {
     this.tokensIssued.inc({ grant_type: grantType });
   }
 
@@ -124,6 +129,7 @@ export class MetricsService {
     this.loginFailures.inc();
   }
 
+  @OnEvent(RATE_LIMIT_REFUSED)
   rateLimitRefused(bucket: RateLimitBucket): void {
     this.rateLimitRefusals.inc({ bucket });
   }

@@ -9,7 +9,7 @@ import type { Client } from './entities/client.entity';
 import { safeDescription } from './oauth-error';
 import { isRegisteredRedirectUri } from './redirect-uris';
 import { InvalidTargetError, ResourceIndicators } from './resource-indicators';
-import { PKCE_VALUE } from './secrets';
+import { PKCE_VALUE } from '../common/crypto/secrets';
 
 export type RawParams = Record<string, unknown>;
 

@@ -15,7 +15,7 @@ import { ConsentService } from './consent.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { isLoopbackRedirectUri } from './redirect-uris';
-import { safeEqual } from './secrets';
+import { safeEqual } from '../common/crypto/secrets';
 import { type CurrentSession, SessionsService } from './sessions.service';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;

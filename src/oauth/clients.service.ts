@@ -9,7 +9,7 @@ import { ClientsRepository } from './clients.repository';
 import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from './entities/client.entity';
 import { OAuthError } from './oauth-error';
 import { allScopes, defaultClientScope, isScope } from '../auth/scopes';
-import { hashSecret, randomSecret, safeEqual } from './secrets';
+import { hashSecret, randomSecret, safeEqual } from '../common/crypto/secrets';
 import { isClientIdUrl } from './cimd/client-id-url';
 import { ClientMetadataConfig } from './cimd/client-metadata.config';
 import { AppConfig } from '../config/app-config';

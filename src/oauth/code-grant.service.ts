@@ -11,7 +11,7 @@ import { SessionsService } from './sessions.service';
 import { OAuthError } from './oauth-error';
 import { isRegisteredRedirectUri } from './redirect-uris';
 import { ResourceIndicators } from './resource-indicators';
-import { PKCE_VALUE, hashSecret, randomSecret, s256 } from './secrets';
+import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../common/crypto/secrets';
 import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
 
 export interface IssueCodeInput {

@@ -8,7 +8,7 @@ import { AppConfig } from '../config/app-config';
 import { sessionCookie } from './cookies';
 import { EndSessionService, type LogoutRequest } from './end-session.service';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
-import { safeEqual } from './secrets';
+import { safeEqual } from '../common/crypto/secrets';
 import { type CurrentSession, type LogoutVia, SessionsService } from './sessions.service';
 
 type ValidLogout = Extract<LogoutRequest, { kind: 'valid' }>;

@@ -10,7 +10,7 @@ import type { Client } from './entities/client.entity';
 import { GrantsRepository } from './grants.repository';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
-import { hashSecret } from './secrets';
+import { hashSecret } from '../common/crypto/secrets';
 
 /**
  * The life of a grant (one code and the refresh tokens rotated from it): whether it is still live, and its

@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import type { Client } from './entities/client.entity';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { GrantRevocationService } from './grant-revocation.service';
-import { hashSecret } from './secrets';
+import { hashSecret } from '../common/crypto/secrets';
 
 export type Introspection =
   | { active: false }

@@ -3,7 +3,7 @@ import { Controller, Get, Header } from '@nestjs/common';
 import type { JWK } from 'jose';
 import { NoQueryParams } from '../common/validation';
 import { Public } from '../auth/auth.decorators';
-import { SigningKeysService } from './signing-keys.service';
+import { SigningKeysService } from '../keys/signing-keys.service';
 
 @Public()
 // A query parameter of any name is 400 here (none is taken).

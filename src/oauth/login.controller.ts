@@ -15,7 +15,7 @@ import { readCookie, sessionCookie, setCookie } from './cookies';
 import { OAuthConfig } from './oauth.config';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
-import { randomSecret, safeEqual } from './secrets';
+import { randomSecret, safeEqual } from '../common/crypto/secrets';
 import { SessionsService } from './sessions.service';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from './oidc.scopes';
 

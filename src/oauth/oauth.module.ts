@@ -38,6 +38,7 @@ import { EndSessionController } from './end-session.controller';
 import { EndSessionService } from './end-session.service';
 import { IdTokenHints } from './id-token-hints';
 import { MetadataController } from './metadata.controller';
+import { JwksController } from './jwks.controller';
 import { OAuthConfig } from './oauth.config';
 import { oauthPagesProvider } from './custom-pages.module';
 import { OAuthPages } from './pages';
@@ -90,6 +91,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
   ],
   controllers: [
     MetadataController,
+    JwksController,
     AuthorizeController,
     LoginController,
     EndSessionController,

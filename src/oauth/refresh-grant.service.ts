@@ -11,7 +11,7 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from './oauth-error';
 import { type RefreshTokenRow, RefreshTokensRepository } from './refresh-tokens.repository';
 import { ResourceIndicators } from './resource-indicators';
-import { hashSecret, openWith, sealFor } from './secrets';
+import { hashSecret, openWith, sealFor } from '../common/crypto/secrets';
 import { TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
 
 function invalidGrant(description: string): OAuthError {

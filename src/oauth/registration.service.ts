@@ -8,7 +8,7 @@ import { type Client, GRANT_TYPES, type GrantType } from './entities/client.enti
 import { GrantRevocationService } from './grant-revocation.service';
 import type { JwkSet } from './client-jwks';
 import { RegistrationConfig } from './registration.config';
-import { hashSecret, randomSecret, safeEqual } from './secrets';
+import { hashSecret, randomSecret, safeEqual } from '../common/crypto/secrets';
 
 /** RFC 7591 3.2.2 / RFC 7592 errors, answered as `{ error, error_description }`. */
 export class RegistrationError extends Error {

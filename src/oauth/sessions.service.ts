@@ -5,7 +5,7 @@ import { AuditService } from '../audit/audit.service';
 import type { Session } from './entities/session.entity';
 import { type SessionRecord, SessionsRepository } from './sessions.repository';
 import { OAuthConfig } from './oauth.config';
-import { hashSecret, randomSecret } from './secrets';
+import { hashSecret, randomSecret } from '../common/crypto/secrets';
 
 export interface StartedSession {
   session: Session;

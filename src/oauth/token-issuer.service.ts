@@ -10,7 +10,7 @@ import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../auth/principal';
 import type { Grant } from './entities/grant.entity';
 import { OidcScope } from './oidc.scopes';
 import { type NewRefreshToken, RefreshTokensRepository } from './refresh-tokens.repository';
-import { hashSecret, randomSecret } from './secrets';
+import { hashSecret, randomSecret } from '../common/crypto/secrets';
 
 /**
  * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the

@@ -29,7 +29,9 @@ export class TokenController {
     private readonly clientCredentials: ClientCredentialsGrantService,
     private readonly tokenExchange: TokenExchangeGrantService,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    metrics.declareGrantTypes(GRANT_TYPES);
+  }
 
   @Post()
   @ApiOAuthEndpoint({

@@ -2,7 +2,7 @@ import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { RetentionService } from '../../src/oauth/retention.service';
-import { hashSecret } from '../../src/oauth/secrets';
+import { hashSecret } from '../../src/common/crypto/secrets';
 import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 

@@ -1,15 +1,18 @@
 import { clientAddress } from '../client-address';
 import { type ExecutionContext, Inject, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { EventEmitter2 } from '@nestjs/event-emitter';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { parseBasicCredentials } from '../basic-credentials';
-import { MetricsService } from '../../metrics/metrics.service';
 import type { RateLimitBucket, RateLimitConfig } from './rate-limit.config';
 import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
 const BUCKET_KEY = 'rate-limit:bucket';
+
+/** The event a refusal emits, with its bucket (the metrics module counts them): common knows no feature. */
+export const RATE_LIMIT_REFUSED = 'rate-limit.refused';
 const WINDOW_MS = 60_000;
 
 /** Buckets by handler: decorators are done at start-up, and every budget asks once per request. */
@@ -102,11 +105,11 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
   };
 }
 
-/** Answers 429 with `Retry-After` (seconds) when a budget is spent, and counts the refusal by bucket. */
+/** Answers 429 with `Retry-After` (seconds) when a budget is spent, and reports the refusal ({@link RATE_LIMIT_REFUSED}). */
 @Injectable()
 export class RateLimitGuard extends ThrottlerGuard {
   // A property, so that the throttler's own constructor and its injections stay as they are.
-  @Inject(MetricsService) private readonly metrics!: MetricsService;
+  @Inject(EventEmitter2) private readonly events!: EventEmitter2;
   protected override readonly reflector: Reflector = new RouteMetadataCache();
 
   /**
@@ -122,7 +125,7 @@ export class RateLimitGuard extends ThrottlerGuard {
     detail: { timeToBlockExpire: number; timeToExpire: number },
   ): Promise<void> {
     const bucket = bucketOf(context);
-    if (bucket) this.metrics.rateLimitRefused(bucket);
+    if (bucket) this.events.emit(RATE_LIMIT_REFUSED, bucket);
     const res = context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>();
     res.setHeader('Retry-After', String(Math.max(1, Math.ceil(detail.timeToBlockExpire || detail.timeToExpire))));
     throw new ThrottlerException('Too many requests; try again later.');

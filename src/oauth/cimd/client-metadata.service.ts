@@ -4,7 +4,7 @@ import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import { CachedFailure, RemoteCache } from '../../common/safe-fetch/remote-cache';
 import { SafeFetchError, SafeFetcher } from '../../common/safe-fetch/safe-fetcher';
-import { hashSecret } from '../secrets';
+import { hashSecret } from '../../common/crypto/secrets';
 import { ClientsRepository } from '../clients.repository';
 import { ClientsService } from '../clients.service';
 import type { Client } from '../entities/client.entity';

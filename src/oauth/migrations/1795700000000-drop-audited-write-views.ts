@@ -1,6 +1,6 @@
 import { type MigrationInterface, type QueryRunner } from 'typeorm';
-import { VIEWS_AFTER as CODE_ISSUE } from '../../oauth/migrations/1795500700000-openid-connect';
-import { VIEWS as FIRST_VIEWS } from './1795500400000-audit-events';
+import { VIEWS_AFTER as CODE_ISSUE } from './1795500700000-openid-connect';
+import { VIEWS as FIRST_VIEWS } from '../../audit/migrations/1795500400000-audit-events';
 
 /** `refresh_token_issue` and its trigger, as the audit-events migration made them (the OpenID one kept them). */
 const REFRESH_TOKEN_ISSUE = FIRST_VIEWS.filter((statement) => statement.includes(' refresh_token_issue '));

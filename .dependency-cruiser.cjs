@@ -1,0 +1,59 @@
+/**
+ * The layers of `src/` (README, Architecture), written once and checked by `npm run lint`:
+ *
+ * - `config`, `database` and `common` are what every feature builds on: they import no feature;
+ * - `auth` (the resource server's guard) never imports `oauth` (the authorization server);
+ * - `keys` (signing keys) does not import `auth`, which verifies with them;
+ * - no import cycles.
+ *
+ * A spec file may import across layers (a test of the whole configuration, say); the code it tests may not.
+ */
+const INFRASTRUCTURE = '^src/(config|database|common)/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'infrastructure-imports-no-feature',
+      comment: 'config, database and common import no feature module: a feature plugs into them, not the reverse.',
+      severity: 'error',
+      from: { path: INFRASTRUCTURE, pathNot: '\\.spec\\.ts$' },
+      to: { path: '^src/', pathNot: INFRASTRUCTURE },
+    },
+    {
+      name: 'auth-does-not-import-oauth',
+      comment: 'The resource server (auth) works with any authorization server: it does not import oauth.',
+      severity: 'error',
+      from: { path: '^src/auth/', pathNot: '\\.spec\\.ts$' },
+      to: { path: '^src/oauth/' },
+    },
+    {
+      name: 'keys-do-not-import-auth',
+      comment: 'auth verifies tokens with the signing keys; keys do not depend on auth.',
+      severity: 'error',
+      from: { path: '^src/keys/', pathNot: '\\.spec\\.ts$' },
+      to: { path: '^src/auth/' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'An import cycle: one of its arrows runs back up a layer.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that resolves to nothing (a typo, or a package that is not installed).',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.d\\.ts$' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};
