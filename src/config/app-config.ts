@@ -31,7 +31,7 @@ function database(env: Env): DatabaseConfig {
 /**
  * The service-wide configuration: where it listens, its database, its identity as an issuer (`iss`, `aud`, access
  * token lifetime, shared by the keys, auth and oauth modules), logging and the production safety checks. Each
- * feature module reads its own variables in its own config class (see README, "Configuration").
+ * feature module reads its own variables in its own config class (see docs/configuration.md).
  */
 export class AppConfig {
   static readonly variables = [

@@ -12,7 +12,7 @@ export const ENV = Symbol('ENV');
 
 /**
  * A module's configuration: a class whose constructor reads and validates its variables from the environment
- * (throwing {@link ConfigError}), and which lists them in `variables` (README and `.env.example` name each one).
+ * (throwing {@link ConfigError}), and which lists them in `variables` (docs/configuration.md and `.env.example` name each one).
  */
 export interface ConfigClass<T = unknown> {
   new (env: Env): T;

@@ -120,7 +120,7 @@ function timeElement(ms: number): string {
 
 /**
  * The HTML of the login, consent, logout, connected-apps and error pages. A team rebrands them with a subclass registered through
- * `CustomPagesModule.use(...)` (see README, "Rebranding the pages"); the form fields and the security headers stay
+ * `CustomPagesModule.use(...)` (see docs/pages.md); the form fields and the security headers stay
  * the same.
  */
 @Injectable()

@@ -143,7 +143,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       expect(res.body.id).toBe(user.id);
     });
 
-    // Decided edge cases (README): RFC 6750 2.1 allows `1*SP` after the scheme, so several spaces or a tab are
+    // Decided edge cases (docs/decisions.md): RFC 6750 2.1 allows `1*SP` after the scheme, so several spaces or a tab are
     // accepted; a value with whitespace inside it is not one b64token, so the header is malformed.
     it.each([
       ['two spaces', 'Bearer  '],
