@@ -127,7 +127,6 @@ export class RefreshTokensRepository {
    * `onlyIfChanged`, they run only when the write before them changed a row.
    */
   insertWrites(token: NewRefreshToken, now: number, event: AuditEvent, onlyIfChanged = false): StatementWrite[] {
-    // One literal: spreading into a new object sends V8 down its slow store path on every refresh.
     const params = {
       tokenHash: token.tokenHash,
       grantId: token.grantId,
@@ -136,14 +135,7 @@ export class RefreshTokensRepository {
       scope: token.scope,
       expiresAt: token.expiresAt,
       now,
-      auditId: event.id,
-      auditType: event.type,
-      auditActor: event.actor,
-      auditUserId: event.userId,
-      auditClientId: event.clientId,
-      auditAddress: event.address,
-      auditRequestId: event.requestId,
-      auditDetails: event.details,
+      ...AuditRepository.params(event),
     };
     if (this.db.postgres) return [{ statement: INSERT_REFRESH_TOKEN_POSTGRES, params, onlyIfChanged }];
     return [{ statement: INSERT_REFRESH_TOKEN, params, onlyIfChanged }, AuditRepository.insertOf(event, { onlyIfChanged })];
