@@ -6,7 +6,7 @@ import { DatabaseModule } from './database/database.module';
 import { FEATURE_MODULES } from './features';
 import { KeysCommandsModule } from './keys/commands/keys-commands.module';
 import { MetricsModule } from './metrics/metrics.module';
-import { OAuthCommandsModule } from './oauth/commands/oauth-commands.module';
+import { OAuthCommandsModule } from './oauth/clients/commands/oauth-commands.module';
 import { UsersCommandsModule } from './users/commands/users-commands.module';
 
 /**

@@ -1,7 +1,7 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
-import { OAuthPages, escapeHtml, sendHtml } from '../oauth/pages';
+import { OAuthPages, escapeHtml, sendHtml } from '../oauth/interaction/pages';
 import { AppConfig } from '../config/app-config';
 import { OAuthConfig } from '../oauth/oauth.config';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { SafeFetcher } from '../common/safe-fetch/safe-fetcher';
-import { ClientMetadataConfig } from './cimd/client-metadata.config';
+import { ClientMetadataConfig } from './clients/cimd/client-metadata.config';
 
 /**
  * Fetches a JSON document from a URL a client registered (its `jwks_uri`). Whoever implements it decides what may

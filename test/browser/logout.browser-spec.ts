@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService } from '../../src/oauth/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
 import { ARTIFACTS, type BrowserTest, startBrowserTest } from '../support/browser';
 import { TEST_PASSWORD, type TestApp } from '../support/test-app';
 

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService } from '../../src/oauth/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
 import { Client } from '../../src/oauth/entities/client.entity';
 import { NO_RATE_LIMITS, expectOAuthError, issueTokens, resourceStatus, token } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';

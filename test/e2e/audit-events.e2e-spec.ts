@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditRetentionService } from '../../src/audit/audit-retention.service';
 import { type AuditEventView, AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
-import { ClientsService } from '../../src/oauth/clients.service';
-import { CodeGrantService } from '../../src/oauth/code-grant.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { CodeGrantService } from '../../src/oauth/grants/code-grant.service';
 import {
   Browser,
   NO_RATE_LIMITS,

@@ -1,6 +1,6 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService, type ClientView, InvalidClientInputError } from '../../src/oauth/clients.service';
+import { ClientsService, type ClientView, InvalidClientInputError } from '../../src/oauth/clients/clients.service';
 import {
   authorizePath,
   backChannel,

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients.service';
+import type { ClientView } from '../../src/oauth/clients/clients.service';
 import { Browser, NO_RATE_LIMITS, authorizePath, decodeJwt, pkcePair, redirectParams, signedIn, sleep, token } from '../support/oauth';
 import { type TestApp, type TestDatabase, bearer, createTestApp, createTestDatabase } from '../support/test-app';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { JWT_BEARER_ASSERTION_TYPE } from '../../src/oauth/client-assertion';
+import { JWT_BEARER_ASSERTION_TYPE } from '../../src/oauth/client-auth/client-assertion';
 import { DocumentServer, certificates, startDocumentServer } from '../support/document-server';
 
 const CALLBACK = 'http://127.0.0.1:8765/callback';

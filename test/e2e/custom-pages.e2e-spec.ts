@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CustomPagesModule } from '../../src/oauth/custom-pages.module';
-import { OAuthPages, escapeHtml } from '../../src/oauth/pages';
+import { CustomPagesModule } from '../../src/oauth/interaction/custom-pages.module';
+import { OAuthPages, escapeHtml } from '../../src/oauth/interaction/pages';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 @Injectable()

@@ -15,7 +15,7 @@ import {
 } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
-import { SESSION_COOKIE } from '../../src/oauth/cookies';
+import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
 
 const NUL = '\u0000';
 

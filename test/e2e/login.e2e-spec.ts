@@ -2,7 +2,7 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grant } from '../../src/oauth/entities/grant.entity';
-import { SESSION_COOKIE } from '../../src/oauth/cookies';
+import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
 import {
   Browser,
   NO_RATE_LIMITS,

@@ -2,7 +2,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer, r
 import * as client from 'openid-client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_COOKIE } from '../../src/oauth/cookies';
+import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
 import { Browser, NO_RATE_LIMITS, freePort, login, registerClient } from '../support/oauth';
 import { authorizationRequest, relyingPartyOf } from '../support/openid';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';

@@ -5,8 +5,8 @@ import { DataSource } from 'typeorm';
 import { hashSecret } from '../../src/common/crypto/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
-import { SESSION_COOKIE } from '../../src/oauth/cookies';
-import type { ClientView } from '../../src/oauth/clients.service';
+import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
+import type { ClientView } from '../../src/oauth/clients/clients.service';
 import {
   Browser,
   NO_RATE_LIMITS,

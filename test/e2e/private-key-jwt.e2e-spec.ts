@@ -8,10 +8,10 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AuditEventView } from '../../src/audit/audit.service';
-import { ClientAssertionVerifier, JWT_BEARER_ASSERTION_TYPE } from '../../src/oauth/client-assertion';
-import { type ClientView, ClientsService, type CreateClientInput } from '../../src/oauth/clients.service';
-import { ClientCreateCommand } from '../../src/oauth/commands/client-create.command';
-import { ClientUpdateCommand } from '../../src/oauth/commands/client-update.command';
+import { ClientAssertionVerifier, JWT_BEARER_ASSERTION_TYPE } from '../../src/oauth/client-auth/client-assertion';
+import { type ClientView, ClientsService, type CreateClientInput } from '../../src/oauth/clients/clients.service';
+import { ClientCreateCommand } from '../../src/oauth/clients/commands/client-create.command';
+import { ClientUpdateCommand } from '../../src/oauth/clients/commands/client-update.command';
 import { startDocumentServer } from '../support/document-server';
 import {
   NO_RATE_LIMITS,

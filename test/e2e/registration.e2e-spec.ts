@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients.service';
+import type { ClientView } from '../../src/oauth/clients/clients.service';
 import {
   Browser,
   NO_RATE_LIMITS,

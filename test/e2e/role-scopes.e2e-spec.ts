@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditScope } from '../../src/audit/audit.scopes';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { allScopes, defaultClientScope, scopeRole } from '../../src/auth/scopes';
-import { ClientsScope } from '../../src/oauth/clients.scopes';
+import { ClientsScope } from '../../src/oauth/clients/clients.scopes';
 import { TOKEN_EXCHANGE_GRANT } from '../../src/oauth/entities/client.entity';
 import {
   NO_RATE_LIMITS,

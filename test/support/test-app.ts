@@ -9,7 +9,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { AppModule } from '../../src/app.module';
-import { TokenIssuer } from '../../src/oauth/token-issuer.service';
+import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import { type Scope, allScopes } from '../../src/auth/scopes';
 import { AppConfig } from '../../src/config/app-config';
 import { ENV } from '../../src/config/env';

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
-import type { JwkSet } from '../client-jwks';
+import type { JwkSet } from '../client-auth/client-jwks';
 
 /** RFC 8693 token exchange: a client trades an access token of this server for another one (delegation). */
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';

@@ -1,0 +1,119 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { IsNull, type Repository } from 'typeorm';
+import type { AuditEvent } from '../../audit/audit-event.entity';
+import { AuditRepository } from '../../audit/audit.repository';
+import { SqlRunner, type Write, sql } from '../../database/sql';
+import { Client } from '../entities/client.entity';
+
+/** A URL client allowed for the first time: its row. A registered client's row is never touched (ids never collide). */
+const INSERT_CLIENT = sql`
+  INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
+    post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, jwks, jwks_uri, token_endpoint_auth_signing_alg,
+    trusted, created_at, metadata_document)
+  VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :jwks, :jwksUri, :signingAlg,
+    :trusted, :now, :document)
+  ON CONFLICT (id) DO NOTHING`;
+/** A URL client whose document changed: its row follows. */
+const UPDATE_CLIENT = sql`
+  UPDATE clients SET name = :name, redirect_uris = :redirectUris, scope = :scope, is_public = :isPublic, grant_types = :grantTypes,
+    token_endpoint_auth_method = :authMethod, jwks = :jwks, jwks_uri = :jwksUri, token_endpoint_auth_signing_alg = :signingAlg,
+    metadata_document = :document
+  WHERE id = :id AND metadata_document IS NOT NULL AND metadata_document <> :document`;
+
+/** A client assertion's `jti`, stored once per client until the assertion has expired: single use. */
+const USE_JTI = sql`
+  INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)
+  ON CONFLICT (client_id, jti_hash) DO NOTHING
+  RETURNING jti_hash`;
+const PRUNE_JTIS = sql`DELETE FROM client_assertion_jtis WHERE expires_at < :now`;
+
+/** A TypeORM query builder's SQL and values, in the driver's own form, as a write of the caller's unit of work. */
+function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write {
+  const [text, values] = builder.getQueryAndParameters();
+  return { text, values };
+}
+
+/** A URL client's row as its metadata document describes it (see ClientMetadataDocuments). */
+export interface DocumentClientRow {
+  id: string;
+  name: string;
+  redirectUris: string;
+  scope: string;
+  isPublic: boolean;
+  grantTypes: string;
+  authMethod: string | null;
+  jwks: string | null;
+  jwksUri: string | null;
+  signingAlg: string | null;
+  trusted: boolean;
+  now: number;
+  document: string;
+}
+
+/** The clients' (and their assertion ids') one way to their tables. */
+@Injectable()
+export class ClientsRepository {
+  constructor(
+    @InjectRepository(Client) private readonly clients: Repository<Client>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  findById(id: string): Promise<Client | null> {
+    return this.clients.findOne({ where: { id } });
+  }
+
+  /** A page of the registered clients (not the rows mirroring metadata documents), oldest first, with the total. */
+  pageOfRegistered(limit: number, offset: number): Promise<[Client[], number]> {
+    return this.clients.findAndCount({
+      where: { metadataDocument: IsNull() },
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: limit,
+      skip: offset,
+    });
+  }
+
+  /** A new client from its fields (not stored yet). */
+  build(fields: Partial<Client>): Client {
+    return this.clients.create(fields);
+  }
+
+  /** A client's insert, as a write of the caller's unit of work. */
+  insertOf(client: Client): Write {
+    return sqlOf(this.clients.createQueryBuilder().insert().into(Client).values(client));
+  }
+
+  /** The update of one client's columns, as a write of the caller's unit of work. */
+  updateOf(clientId: string, changes: Partial<Client>): Write {
+    return sqlOf(this.clients.createQueryBuilder().update(Client).set(changes).where('id = :id', { id: clientId }));
+  }
+
+  /** A client's deletion (its grants, codes, refresh tokens and consents go with it), as a write of the caller's unit of work. */
+  deletionOf(clientId: string): Write {
+    return sqlOf(this.clients.createQueryBuilder().delete().from(Client).where('id = :id', { id: clientId }));
+  }
+
+  /**
+   * A URL client's row: inserted with `created` when there is none, updated with `updated` when its document
+   * changed; says which happened.
+   */
+  async mirrorDocument(row: DocumentClientRow, created: AuditEvent, updated: AuditEvent): Promise<{ inserted: boolean; changed: boolean }> {
+    const [inserted, , changed] = await this.db.atomic([
+      { statement: INSERT_CLIENT, params: { ...row } },
+      AuditRepository.insertOf(created, { onlyIfChanged: true }),
+      { statement: UPDATE_CLIENT, params: { ...row } },
+      AuditRepository.insertOf(updated, { onlyIfChanged: true }),
+    ]);
+    return { inserted: inserted > 0, changed: changed > 0 };
+  }
+
+  /** Stores an assertion's `jti` for the client; false when it was stored already (a replay). */
+  async useJti(clientId: string, jtiHash: string, expiresAt: number): Promise<boolean> {
+    return (await this.db.run(USE_JTI, { clientId, jtiHash, expiresAt })).rows.length > 0;
+  }
+
+  /** Deletes the `jti`s of assertions expired before `now`; returns how many. */
+  async deleteExpiredJtis(now: number): Promise<number> {
+    return (await this.db.run(PRUNE_JTIS, { now })).affected;
+  }
+}

@@ -1,0 +1,266 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
+import { ClientsService, askableScopes, choseOwnRedirectUris } from '../../clients/clients.service';
+import { isClientIdUrl } from '../../clients/cimd/client-id-url';
+import { ClientMetadataDocuments, ClientMetadataError } from '../../clients/cimd/client-metadata.service';
+import { IdTokenHints } from '../../oidc/id-token-hints';
+import { OidcScope, usableLoginHint } from '../../oidc/oidc.scopes';
+import type { Client } from '../../entities/client.entity';
+import { safeDescription } from '../../oauth-error';
+import { isRegisteredRedirectUri } from '../../clients/redirect-uris';
+import { InvalidTargetError, ResourceIndicators } from '../../resource-indicators';
+import { PKCE_VALUE } from '../../../common/crypto/secrets';
+
+export type RawParams = Record<string, unknown>;
+
+/** The parameters of an authorization request that the consent form carries back. */
+export const AUTHORIZE_PARAMS = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'resource',
+  'nonce',
+] as const;
+
+/** The longest `nonce` stored with a code (OpenID Connect sets no limit; a client needs far less than this). */
+export const MAX_NONCE_LENGTH = 512;
+/** A nonce: printable ASCII (as `state`; control characters never reach the database). */
+const NONCE = new RegExp(`^[\\x20-\\x7E]{1,${MAX_NONCE_LENGTH}}$`);
+const OIDC_SCOPES = new Set<string>([OidcScope.openid, OidcScope.profile, OidcScope.email]);
+
+/**
+ * The `prompt` values (OpenID Connect Core 3.1.2.1) this server acts on. `select_account` shows the login page,
+ * where any account may be chosen, as `login` does.
+ */
+export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
+export type Prompt = (typeof PROMPT_VALUES)[number];
+
+/** The largest `max_age` taken (about 68 years, in seconds): anything larger means the same. */
+const MAX_AGE_LIMIT = 2 ** 31 - 1;
+
+export type AuthorizationRequestResult =
+  /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
+  | { kind: 'fatal'; message: string }
+  /**
+   * An error the client learns of through its redirect URI. `selfRegistered`: the client registered itself (RFC
+   * 7591) or is identified by its metadata document's URL, so its redirect URI is anyone's choice: before the person has seen a page, such an error is shown,
+   * not redirected (RFC 9700 4.11.2), so that the server is no open redirector.
+   */
+  | { kind: 'error'; redirectUri: string; error: string; description: string; state?: string; selfRegistered: boolean }
+  | {
+      kind: 'valid';
+      client: Client;
+      redirectUri: string;
+      /** As sent to /authorize (null when left out): the token request must repeat it. */
+      sentRedirectUri: string | null;
+      scope: string;
+      /** RFC 8707 resources named (empty: none, the API). */
+      resources: string[];
+      state?: string;
+      codeChallenge: string | null;
+      /** OpenID Connect: the `nonce` the ID token of this code repeats (null when none was sent). */
+      nonce: string | null;
+      /** The `prompt` values sent (empty: none). */
+      prompt: ReadonlySet<Prompt>;
+      /** `max_age` in seconds, or null: the login of the session must be at most this old. */
+      maxAge: number | null;
+      /** `login_hint`, to prefill the login form's email with and nothing else; null when absent or unusable. */
+      loginHint: string | null;
+      /**
+       * The user an `id_token_hint` names (its `sub`): the session must be theirs, or a login is needed (with
+       * prompt=none, `login_required`). Null when no hint was sent, or a stale one (signed by a key that has left).
+       */
+      hintedUser: string | null;
+      params: Record<string, string | undefined>;
+    };
+
+/** Whether a request's `scope` names `openid` (a repeated or structured scope is refused later anyway). */
+function isOpenIdRequest(scope: unknown): boolean {
+  return typeof scope === 'string' && scope.split(' ').includes(OidcScope.openid);
+}
+
+function single(value: unknown): string | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string') return value;
+  return null; // repeated or structured
+}
+
+/** Validates /authorize (and the consent form's echo of it) in the order of RFC 6749 4.1.2.1: errors about the client or its redirect URI first (never redirected), then the rest (redirected). */
+@Injectable()
+export class AuthorizationRequestValidator {
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly config: AppConfig,
+    private readonly resources: ResourceIndicators,
+    private readonly metadataDocuments: ClientMetadataDocuments,
+    private readonly hints: IdTokenHints,
+  ) {}
+
+  async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
+    const clientId = single(raw.client_id);
+    if (!clientId) return { kind: 'fatal', message: 'The request does not name a valid client (client_id).' };
+    let client: Client | undefined;
+    if (this.metadataDocuments.config.enabled && isClientIdUrl(clientId)) {
+      try {
+        client = await this.metadataDocuments.client(clientId);
+      } catch (error) {
+        if (!(error instanceof ClientMetadataError)) throw error;
+        return { kind: 'fatal', message: `The client's metadata document (client_id) cannot be used: ${error.message}.` };
+      }
+    } else {
+      client = await this.clients.find(clientId);
+    }
+    if (!client) return { kind: 'fatal', message: 'The client (client_id) is not registered.' };
+
+    const sentRedirect = single(raw.redirect_uri);
+    if (sentRedirect === null) return { kind: 'fatal', message: 'redirect_uri was sent more than once.' };
+    let redirectUri: string;
+    if (sentRedirect === undefined) {
+      if (client.redirectUris.length !== 1) {
+        return { kind: 'fatal', message: 'redirect_uri is required for this client.' };
+      }
+      // OpenID Connect requires it in every authentication request (Core 3.1.2.1), whatever the client registered.
+      if (isOpenIdRequest(raw.scope)) {
+        return { kind: 'fatal', message: 'redirect_uri is required in an OpenID Connect request (scope openid).' };
+      }
+      redirectUri = client.redirectUris[0];
+    } else if (isRegisteredRedirectUri(client.redirectUris, sentRedirect)) {
+      redirectUri = sentRedirect;
+    } else {
+      return { kind: 'fatal', message: 'redirect_uri is not registered for this client.' };
+    }
+
+    const stateValue = single(raw.state);
+    const state = typeof stateValue === 'string' ? stateValue : undefined;
+    const fail = (error: string, description: string): AuthorizationRequestResult => ({
+      kind: 'error',
+      redirectUri,
+      error,
+      description: safeDescription(description),
+      state,
+      selfRegistered: choseOwnRedirectUris(client),
+    });
+
+    const params: Record<string, string | undefined> = {};
+    for (const [name, value] of Object.entries(raw)) {
+      // `resource` may be repeated (RFC 8707 2): the values are joined as one space-separated list.
+      if (name === 'resource' && Array.isArray(value) && value.every((v) => typeof v === 'string')) continue;
+      if (value !== undefined && typeof value !== 'string') return fail('invalid_request', `${name} was sent more than once.`);
+    }
+    for (const name of AUTHORIZE_PARAMS) params[name] = raw[name] as string | undefined;
+    if (Array.isArray(raw.resource)) params.resource = (raw.resource as string[]).join(' ');
+
+    if (!client.grantTypes.includes('authorization_code')) {
+      return fail('unauthorized_client', 'This client is not allowed the authorization_code grant.');
+    }
+
+    const responseType = params.response_type;
+    if (!responseType) return fail('invalid_request', 'response_type is required.');
+    if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
+
+    // A self-registered client may ask for more than it registered (an agent after a 403 scope challenge).
+    const allowed = askableScopes(client);
+    // Left out, the scope is the client's, but not the OpenID Connect ones: a request that does not name `openid` is
+    // not an OpenID Connect request (Core 1.0 3.1.2.1), so it gets no ID token, nor `profile`/`email`, which only
+    // UserInfo (behind `openid`) releases.
+    let scope = client.scope
+      .split(' ')
+      .filter((s) => !OIDC_SCOPES.has(s))
+      .join(' ');
+    if (params.scope !== undefined && params.scope.trim() !== '') {
+      const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
+      const bad = requested.filter((s) => !allowed.has(s));
+      if (bad.length) return fail('invalid_scope', `Scope not allowed for this client: ${bad.join(' ')}`);
+      scope = requested.join(' ');
+    }
+    if (scope === '') return fail('invalid_scope', 'scope is required: this client may have only OpenID Connect scopes.');
+
+    let resources: string[];
+    try {
+      resources = this.resources.requested(client, params.resource);
+    } catch (error) {
+      if (error instanceof InvalidTargetError) return fail('invalid_target', error.message);
+      throw error;
+    }
+
+    const challenge = params.code_challenge;
+    const method = params.code_challenge_method;
+    if (challenge !== undefined) {
+      if (method === undefined) return fail('invalid_request', 'code_challenge_method is required; only S256 is supported.');
+      if (method !== 'S256') return fail('invalid_request', 'Only code_challenge_method=S256 is supported.');
+      if (!PKCE_VALUE.test(challenge)) return fail('invalid_request', 'code_challenge is malformed.');
+    } else if (method !== undefined) {
+      return fail('invalid_request', 'code_challenge_method was sent without code_challenge.');
+    } else if (client.isPublic) {
+      return fail('invalid_request', 'PKCE (code_challenge with S256) is required for public clients.');
+    }
+
+    // Request objects (Core 6, RFC 9101) are not supported: refused with the errors Core 6.1 and 6.2 name, rather
+    // than ignored, since the parameters they carry would otherwise silently not apply.
+    if (raw.request !== undefined) return fail('request_not_supported', 'Request objects (request) are not supported.');
+    if (raw.request_uri !== undefined) {
+      return fail('request_uri_not_supported', 'Request objects by reference (request_uri) are not supported.');
+    }
+
+    const nonce = params.nonce;
+    if (nonce !== undefined && !NONCE.test(nonce)) {
+      return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} printable ASCII characters.`);
+    }
+
+    // prompt, max_age and login_hint apply to the request as sent, not to the consent form's echo of it (which
+    // does not carry them): the login and consent they ask for happen before that form.
+    const sent = raw as Record<string, string | undefined>;
+    const prompt = new Set<Prompt>();
+    for (const value of (sent.prompt ?? '').split(' ').filter(Boolean)) {
+      if (!(PROMPT_VALUES as readonly string[]).includes(value)) return fail('invalid_request', `prompt ${value} is not supported.`);
+      prompt.add(value as Prompt);
+    }
+    if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
+
+    let maxAge: number | null = null;
+    if (sent.max_age !== undefined) {
+      if (!/^\d{1,20}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
+      maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
+    }
+    const loginHint = usableLoginHint(sent.login_hint) ?? null;
+
+    let hintedUser: string | null = null;
+    if (sent.id_token_hint !== undefined) {
+      const checked = await this.hints.check(sent.id_token_hint);
+      if (checked.kind === 'invalid') return fail('invalid_request', 'id_token_hint is not an ID token issued by this server.');
+      if (checked.kind === 'valid') {
+        if (checked.hint.clientId !== client.id) return fail('invalid_request', 'id_token_hint was issued to another client.');
+        hintedUser = checked.hint.sub;
+      }
+    }
+
+    return {
+      kind: 'valid',
+      client,
+      redirectUri,
+      sentRedirectUri: sentRedirect ?? null,
+      scope,
+      resources,
+      state,
+      codeChallenge: challenge ?? null,
+      nonce: nonce ?? null,
+      prompt,
+      maxAge,
+      loginHint,
+      hintedUser,
+      params,
+    };
+  }
+
+  /** The client's redirect URI with response parameters and `iss` (RFC 9207) added. */
+  redirectTo(redirectUri: string, values: Record<string, string | undefined>): string {
+    const url = new URL(redirectUri);
+    for (const [name, value] of Object.entries(values)) if (value !== undefined) url.searchParams.append(name, value);
+    url.searchParams.append('iss', this.config.issuer);
+    return url.toString();
+  }
+}

@@ -1,0 +1,373 @@
+import { auditContextOf } from '../../../audit/audit-events';
+import { Controller, Get, Post, Req, Res } from '@nestjs/common';
+import { ApiQuery } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../../../common/openapi';
+import { Public } from '../../../auth/auth.decorators';
+import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
+import { hasRoleBoundScope, scopeDescription, scopesHeld } from '../../../auth/scopes';
+import { UsersService } from '../../../users/users.service';
+import { MAX_LOGIN_HINT_LENGTH } from '../../oidc/oidc.scopes';
+import { CodeGrantService, type CodeRequest } from '../../grants/code-grant.service';
+import { choseOwnRedirectUris } from '../../clients/clients.service';
+import { ClientMetadataDocuments } from '../../clients/cimd/client-metadata.service';
+import { ConsentService } from '../../interaction/consent.service';
+import { sessionCookie } from '../../interaction/cookies';
+import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
+import { isLoopbackRedirectUri } from '../../clients/redirect-uris';
+import { safeEqual } from '../../../common/crypto/secrets';
+import { type CurrentSession, SessionsService } from '../../interaction/sessions.service';
+
+type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
+
+/** The authorization endpoint (RFC 6749 4.1) with its login redirect and consent page: redirects and HTML, so it writes the response. */
+@Public()
+@Controller('authorize')
+export class AuthorizeController {
+  constructor(
+    private readonly validator: AuthorizationRequestValidator,
+    private readonly sessions: SessionsService,
+    private readonly codeGrant: CodeGrantService,
+    private readonly consents: ConsentService,
+    private readonly pages: OAuthPages,
+    private readonly metadataDocuments: ClientMetadataDocuments,
+    private readonly users: UsersService,
+  ) {}
+
+  @Get()
+  @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
+  @ApiQuery({
+    name: 'client_id',
+    required: true,
+    schema: { type: 'string', maxLength: 255 },
+    description:
+      "a registered client's id, or (client ID metadata documents) the https URL of the client's own metadata document, which is fetched and checked; the consent page then always shows",
+  })
+  @ApiQuery({
+    name: 'redirect_uri',
+    required: false,
+    schema: { type: 'string', format: 'uri' },
+    description: 'required when the client has several',
+  })
+  @ApiQuery({
+    name: 'scope',
+    required: false,
+    schema: { type: 'string' },
+    description: "space-separated; the client's scopes when omitted",
+  })
+  @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'code_challenge',
+    required: false,
+    schema: { type: 'string' },
+    description: 'PKCE (RFC 7636), required for public clients',
+  })
+  @ApiQuery({ name: 'code_challenge_method', required: false, schema: { type: 'string', enum: ['S256'] } })
+  @ApiQuery({
+    name: 'nonce',
+    required: false,
+    schema: { type: 'string', maxLength: MAX_NONCE_LENGTH },
+    description: 'OpenID Connect: repeated in the ID token of the code',
+  })
+  @ApiQuery({
+    name: 'prompt',
+    required: false,
+    schema: { type: 'string' },
+    description:
+      'OpenID Connect, space-separated: none (no page: login_required or consent_required instead), login or select_account (the login page even with a session), consent (the consent page even after consent)',
+  })
+  @ApiQuery({
+    name: 'max_age',
+    required: false,
+    schema: { type: 'integer', minimum: 0 },
+    description: 'OpenID Connect: seconds since the login of the session beyond which the login page is shown again',
+  })
+  @ApiQuery({
+    name: 'login_hint',
+    required: false,
+    schema: { type: 'string', maxLength: MAX_LOGIN_HINT_LENGTH },
+    description: "OpenID Connect: prefills the login form's email, nothing else",
+  })
+  @ApiQuery({
+    name: 'id_token_hint',
+    required: false,
+    schema: { type: 'string' },
+    description:
+      "OpenID Connect: an ID token of this server for this client; the session must be its subject's, else a login (prompt=none: login_required); one signed by a key that has left is ignored",
+  })
+  @ApiQuery({ name: 'ui_locales', required: false, schema: { type: 'string' }, description: 'OpenID Connect: accepted, not used' })
+  @ApiQuery({
+    name: 'resource',
+    required: false,
+    schema: { type: 'array', items: { type: 'string', format: 'uri' } },
+    style: 'form',
+    explode: true,
+    description: 'RFC 8707 resource indicators (repeatable): the aud of the tokens; the API when omitted',
+  })
+  @ApiRedirect(
+    302,
+    'With a live session and consent: to redirect_uri with code and state (or error and state); without a session: to /login',
+  )
+  @ApiHtml(200, 'The consent page (the client is not trusted and the scopes were not granted before)')
+  @ApiHtml(
+    400,
+    'An unknown client or redirect URI, or a client ID URL whose metadata document cannot be fetched or used: an error page, never a redirect',
+  )
+  async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const request = await this.validator.validate(req.query as Record<string, unknown>);
+    if (request.kind === 'error' && request.selfRegistered) {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${request.error}: ${request.description}`));
+      return;
+    }
+    if (this.answeredError(request, res) || request.kind !== 'valid') return;
+
+    const { prompt } = request;
+    if (prompt.has('login') || prompt.has('select_account')) {
+      this.loginNeeded(req, res, request);
+      return;
+    }
+    // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
+    const minAuthTime = request.maxAge === null ? 0 : Date.now() - request.maxAge * 1000;
+    // A client known only by its metadata document's URL is asked about every time: what that URL serves may have
+    // changed hands since the person last allowed it.
+    const forceConsent = prompt.has('consent') || request.client.metadataDocument !== null;
+    // A scope bound to a role needs the person's role: the path that reads the session first.
+    const roleBound = hasRoleBoundScope(request.scope.split(' '));
+    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound) {
+      // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
+      const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
+      if (code === undefined) this.loginNeeded(req, res, request);
+      else sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+      return;
+    }
+    // Any other client: the consent is read with the session, in one query.
+    const session = await this.sessions.current(sessionCookie.read(req), request.client.id);
+    // id_token_hint: the session must be the hinted person's (Core 3.1.2.1); another person's needs a login.
+    if (!session || session.authTime < minAuthTime || (request.hintedUser !== null && session.userId !== request.hintedUser)) {
+      this.loginNeeded(req, res, request);
+      return;
+    }
+    const granted = await this.withGrantableScope(request, session.userId);
+    if (!granted) {
+      this.noGrantableScope(res, request);
+      return;
+    }
+    await this.consentOrCode(req, res, granted, session, forceConsent);
+  }
+
+  /** With a session: the code at once when nothing needs asking, else the consent page (or prompt=none's error). */
+  private async consentOrCode(
+    req: Request,
+    res: Response,
+    request: ValidRequest,
+    session: CurrentSession,
+    forceConsent: boolean,
+  ): Promise<void> {
+    const { prompt } = request;
+    const requested = request.scope.split(' ');
+    const consented = session.consented ?? new Set<string>();
+    // Step-up: what the person allowed this client before is not asked again; prompt=consent asks for everything.
+    // A trusted client (here because of an id_token_hint) is asked nothing unless prompt=consent.
+    const asked = forceConsent ? requested : request.client.trusted ? [] : requested.filter((s) => !consented.has(s));
+    if (asked.length === 0) {
+      await this.redirectWithCode(req, res, request, session, 302);
+      return;
+    }
+    if (prompt.has('none')) {
+      this.interactionRequired(res, request, 'consent_required', 'The user has not allowed this client these scopes.');
+      return;
+    }
+    const view = (name: string) => ({ name, description: scopeDescription(name) });
+    sendHtml(
+      res,
+      200,
+      this.pages.consent({
+        clientName: request.client.name,
+        scopes: asked.map(view),
+        alreadyAllowed: requested.filter((s) => !asked.includes(s)).map(view),
+        csrf: session.csrfToken,
+        // The whole request is approved: the code carries every requested scope, the consent grows by the new ones.
+        params: { ...request.params, scope: request.scope },
+        ...(request.client.metadataDocument !== null
+          ? {
+              metadataDocument: {
+                documentHost: new URL(request.client.id).host,
+                redirectHost: new URL(request.redirectUri).host,
+                loopbackOnly: request.client.redirectUris.every((uri) => isLoopbackRedirectUri(uri)),
+              },
+            }
+          : {}),
+      }),
+    );
+  }
+
+  @Post('consent')
+  @ApiPageForm(
+    {
+      csrf: { type: 'string' },
+      decision: { type: 'string', enum: ['allow', 'deny'] },
+      response_type: { type: 'string' },
+      client_id: { type: 'string' },
+      redirect_uri: { type: 'string' },
+      scope: { type: 'string' },
+      resource: { type: 'string', description: 'RFC 8707 resources of the request, space-separated' },
+      state: { type: 'string' },
+      code_challenge: { type: 'string' },
+      code_challenge_method: { type: 'string' },
+      nonce: { type: 'string' },
+    },
+    ['csrf', 'decision', 'client_id'],
+  )
+  @ApiRedirect(303, 'To redirect_uri with code and state (allow), or error=access_denied (deny) or another error')
+  @ApiPageFormErrors('An unknown client or redirect URI, or no decision: an error page')
+  @ApiHtml(403, 'No session, or a CSRF token that does not match it')
+  async consent(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const session = await this.sessions.current(sessionCookie.read(req));
+    const { csrf, decision, ...params } = body;
+    if (!session || typeof csrf !== 'string' || !safeEqual(csrf, session.csrfToken)) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The consent form is not valid any more. Start again.'));
+      return;
+    }
+    const validated = await this.validator.validate(params);
+    if (this.answeredError(validated, res, 303) || validated.kind !== 'valid') return;
+    // The form may have been changed: scopes bound to a role the person lacks are left out here too.
+    const request = await this.withGrantableScope(validated, session.userId);
+    if (!request) {
+      this.noGrantableScope(res, validated, 303);
+      return;
+    }
+    if (decision === 'allow') {
+      // A client known by its metadata document gets its row now that a person allows it (codes and consent name it).
+      if (request.client.metadataDocument !== null) await this.metadataDocuments.persist(request.client, auditContextOf(req));
+      await this.consents.record(session.userId, request.client.id, request.scope, auditContextOf(req));
+      await this.redirectWithCode(req, res, request, session, 303);
+      return;
+    }
+    if (decision === 'deny') {
+      await this.consents.deny(session.userId, request.client.id, request.scope, auditContextOf(req));
+      sendRedirect(
+        res,
+        303,
+        this.validator.redirectTo(request.redirectUri, {
+          error: 'access_denied',
+          error_description: 'The user denied the request.',
+          state: request.state,
+        }),
+      );
+      return;
+    }
+    sendHtml(res, 400, this.pages.error('Invalid request', 'Choose Allow or Deny.'));
+  }
+
+  /**
+   * The request with the scopes the person may hold (RFC 6749 3.3: the server may grant less than asked, and the
+   * token's and the response's `scope` say what it granted): a scope bound to a role the person lacks is left out
+   * of the consent page, the grant and the token. Undefined when nothing is left.
+   */
+  private async withGrantableScope(request: ValidRequest, userId: string): Promise<ValidRequest | undefined> {
+    const requested = request.scope.split(' ');
+    const grantable = await scopesHeld(requested, () => this.users.roleOf(userId));
+    if (grantable.length === 0) return undefined;
+    return grantable.length === requested.length ? request : { ...request, scope: grantable.join(' ') };
+  }
+
+  private noGrantableScope(res: Response, request: ValidRequest, status: 302 | 303 = 302): void {
+    const error = { error: 'invalid_scope', error_description: 'The requested scopes need a role the user does not have.' };
+    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { ...error, state: request.state }));
+  }
+
+  /**
+   * A login is needed (none, an old one, or prompt=login): the login page, which comes back to this request
+   * without `prompt=login` and `max_age` (the login it asked for has then happened); with prompt=none,
+   * `login_required` instead.
+   */
+  private loginNeeded(req: Request, res: Response, request: ValidRequest): void {
+    if (request.prompt.has('none')) {
+      this.interactionRequired(res, request, 'login_required', 'The user is not signed in, or not recently enough.');
+      return;
+    }
+    let returnTo = req.originalUrl;
+    if (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account')) {
+      // The other parameters stay byte for byte as the client sent them (decoding and encoding again would change a
+      // `state` with an escape that is not UTF-8).
+      const at = req.originalUrl.indexOf('?');
+      const path = at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
+      const pairs = at === -1 ? [] : req.originalUrl.slice(at + 1).split('&');
+      const kept = pairs.filter((pair) => !['prompt', 'max_age'].includes(queryName(pair)));
+      const rest = [...request.prompt].filter((p) => p !== 'login' && p !== 'select_account');
+      if (rest.length) kept.push(`prompt=${encodeURIComponent(rest.join(' '))}`);
+      returnTo = kept.length ? `${path}?${kept.join('&')}` : path;
+    }
+    const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
+    res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
+  }
+
+  /**
+   * prompt=none and a page would be needed: the error goes back to the client (Core 3.1.2.6), except to a client
+   * that registered itself or is known by its metadata document's URL, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
+   * before the person has seen a page (RFC 9700 4.11.2).
+   */
+  private interactionRequired(res: Response, request: ValidRequest, error: string, description: string): void {
+    if (choseOwnRedirectUris(request.client)) {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${error}: ${description}`));
+      return;
+    }
+    sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { error, error_description: description, state: request.state }));
+  }
+
+  /** Answers the request's error, if it has one: an HTML page for a bad client, else a redirect. */
+  private answeredError(request: AuthorizationRequestResult, res: Response, status: 302 | 303 = 302): boolean {
+    if (request.kind === 'fatal') {
+      sendHtml(res, 400, this.pages.error('Invalid authorization request', request.message));
+      return true;
+    }
+    if (request.kind === 'error') {
+      sendRedirect(
+        res,
+        status,
+        this.validator.redirectTo(request.redirectUri, {
+          error: request.error,
+          error_description: request.description,
+          state: request.state,
+        }),
+      );
+      return true;
+    }
+    return false;
+  }
+
+  private async redirectWithCode(
+    req: Request,
+    res: Response,
+    request: ValidRequest,
+    session: CurrentSession,
+    status: 302 | 303,
+  ): Promise<void> {
+    const { userId, authTime, sid } = session;
+    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId, authTime, sid });
+    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
+  }
+
+  private codeInput(request: ValidRequest, req: Request): CodeRequest {
+    return {
+      context: auditContextOf(req),
+      client: request.client,
+      scope: request.scope,
+      resources: request.resources,
+      redirectUri: request.sentRedirectUri,
+      codeChallenge: request.codeChallenge,
+      nonce: request.nonce,
+    };
+  }
+}
+
+/** The name of a `name=value` pair of a query string, decoded as the query parser decodes it. */
+function queryName(pair: string): string {
+  const raw = pair.split('=', 1)[0].replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}

@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import type { AuditEvent } from '../../audit/audit-event.entity';
+import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
+import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../../database/sql';
+import { Grant } from '../entities/grant.entity';
+
+/**
+ * The `token.exchanged` event, written only while the subject token's grant (and the actor token's, when it is a
+ * person's) is live: the liveness check and the record are one statement, so a grant revoked on another instance a
+ * moment ago is seen (the in-memory revoked list may lag REVOCATION_SYNC_SECONDS) and no exchange goes unrecorded.
+ */
+const RECORD_IF_LIVE = new Statement(`
+  ${AUDIT_ROW.insert}
+  SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId,
+    :auditDetails
+  WHERE EXISTS (SELECT 1 FROM grants WHERE id = :subjectGrantId AND revoked_at IS NULL AND expires_at > :now)
+    AND EXISTS (SELECT 1 FROM clients WHERE id = :auditClientId)
+    AND (CAST(:actorGrantId AS varchar(36)) IS NULL
+      OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
+
+const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
+/** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
+const DELETE_LIVE_REFRESH_TOKENS = sql`DELETE FROM refresh_tokens WHERE grant_id = :grantId AND rotated_at IS NULL`;
+
+/**
+ * A person's grants in force (not revoked, not expired), each with the newest token issued under it: the refresh
+ * tokens are kept when rotated, so the newest one's creation is the last redemption or refresh.
+ */
+const LIVE_GRANTS = sql`
+  SELECT g.client_id, c.name, g.scope, g.created_at, MAX(r.created_at) AS last_token_at
+  FROM grants g
+  JOIN clients c ON c.id = g.client_id
+  LEFT JOIN refresh_tokens r ON r.grant_id = g.id
+  WHERE g.user_id = :userId AND g.revoked_at IS NULL AND g.expires_at > :now
+  GROUP BY g.id, g.client_id, c.name, g.scope, g.created_at`;
+const UNREVOKED_GRANTS = sql`SELECT id FROM grants WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL`;
+
+interface LiveGrantRow {
+  client_id: string;
+  name: string;
+  scope: string;
+  created_at: string | number;
+  last_token_at: string | number | null;
+}
+
+/** A grant in force as the connected-apps page lists it. */
+export interface LiveGrant {
+  clientId: string;
+  clientName: string;
+  scope: string;
+  createdAt: number;
+  /** When the newest token under it was issued (null: none since its code). */
+  lastTokenAt: number | null;
+}
+
+/** The grants' one way to their table (a grant's revocation also deletes its live refresh tokens). */
+@Injectable()
+export class GrantsRepository {
+  constructor(
+    @InjectRepository(Grant) private readonly grants: Repository<Grant>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** Whether a grant exists, is not revoked and has not expired at `now`. */
+  async isLive(grantId: string, now: number): Promise<boolean> {
+    const grant = await this.grants.findOne({ where: { id: grantId }, select: { id: true, revokedAt: true, expiresAt: true } });
+    return Boolean(grant && grant.revokedAt === null && grant.expiresAt > now);
+  }
+
+  /**
+   * A grant's revocation as writes of the caller's unit of work: the grant marked, its unrotated refresh tokens
+   * deleted.
+   */
+  static revocationOf(grantId: string, now: number): StatementWrite[] {
+    return [
+      { statement: REVOKE_GRANT, params: { grantId, now } },
+      { statement: DELETE_LIVE_REFRESH_TOKENS, params: { grantId } },
+    ];
+  }
+
+  /** Runs `writes` (revocations, the revoked list's entries) and the event's insert in one transaction. */
+  async writeWith(writes: StatementWrite[], event: AuditEvent): Promise<void> {
+    await this.db.atomic([...writes, AuditRepository.insertOf(event)]);
+  }
+
+  /** A person's grants in force at `now`, with their clients' names. */
+  async liveOf(userId: string, now: number): Promise<LiveGrant[]> {
+    const { rows } = await this.db.run<LiveGrantRow>(LIVE_GRANTS, { userId, now });
+    return rows.map((row) => ({
+      clientId: row.client_id,
+      clientName: row.name,
+      scope: row.scope,
+      createdAt: epochMs(row.created_at),
+      lastTokenAt: epochMs(row.last_token_at, true),
+    }));
+  }
+
+  /** The ids of a person's grants of a client not revoked yet. */
+  async unrevokedIds(userId: string, clientId: string): Promise<string[]> {
+    return (await this.db.run<{ id: string }>(UNREVOKED_GRANTS, { userId, clientId })).rows.map((row) => row.id);
+  }
+
+  /**
+   * Records a token exchange's event if the subject token's grant (and the actor token's, when given) is live at
+   * the event's time; false (nothing written) when not.
+   */
+  async recordIfLive(event: AuditEvent, subjectGrantId: string, actorGrantId: string | null): Promise<boolean> {
+    const { affected } = await this.db.run(RECORD_IF_LIVE, {
+      now: event.at,
+      ...AuditRepository.params(event),
+      subjectGrantId,
+      actorGrantId,
+    });
+    return affected > 0;
+  }
+}
