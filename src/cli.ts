@@ -4,7 +4,7 @@ import { CliModule } from './cli.module';
 import { CommandInputError } from './common/command-line';
 import { DomainError } from './common/domain-error';
 import { ConfigError, validateConfiguration } from './config/env';
-import { InvalidClientInputError } from './oauth/clients/clients.service';
+import { InvalidClientInputError } from './oauth/clients/client-metadata';
 
 /** Refusals whose message is the whole story; anything else is printed with its stack. */
 function isRefusal(error: unknown): error is Error {

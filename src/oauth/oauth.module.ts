@@ -14,6 +14,7 @@ import { AuthorizationRequestValidator } from './endpoints/authorize/authorizati
 import { AuthorizeController } from './endpoints/authorize/authorize.controller';
 import { ClientAssertionVerifier } from './client-auth/client-assertion';
 import { ClientAuthGuard } from './client-auth/client-auth.guard';
+import { ClientAuthenticator } from './client-auth/client-authenticator';
 import { ClientKeys } from './client-auth/client-keys';
 import { ClientsRepository } from './clients/clients.repository';
 import { ClientsService } from './clients/clients.service';
@@ -110,6 +111,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ClientsService,
     ClientsRepository,
     ClientAuthGuard,
+    ClientAuthenticator,
     ClientAssertionVerifier,
     ClientKeys,
     // Clients' jwks_uri: fetched by the SafeFetcher under the client-document host policy.

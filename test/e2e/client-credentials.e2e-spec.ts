@@ -1,6 +1,7 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService, type ClientView, InvalidClientInputError } from '../../src/oauth/clients/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { type ClientView, InvalidClientInputError } from '../../src/oauth/clients/client-metadata';
 import {
   authorizePath,
   backChannel,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { Browser, NO_RATE_LIMITS, authorizePath, decodeJwt, pkcePair, redirectParams, signedIn, sleep, token } from '../support/oauth';
 import { type TestApp, type TestDatabase, bearer, createTestApp, createTestDatabase } from '../support/test-app';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { Browser, NO_RATE_LIMITS, REDIRECT_URI, registerClient, signedIn } from '../support/oauth';
 import { TEST_PASSWORD, type TestApp, createListeningTestApp } from '../support/test-app';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidClientInputError } from '../../src/oauth/clients/clients.service';
+import { InvalidClientInputError } from '../../src/oauth/clients/client-metadata';
 import { registerClient } from '../support/oauth';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
 

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService, type ClientView } from '../../src/oauth/clients/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { type ClientView } from '../../src/oauth/clients/client-metadata';
 import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import { hashSecret } from '../../src/common/crypto/secrets';
 import { NO_RATE_LIMITS, expectOAuthError, issueTokens, registerClient, resourceStatus, sleep, token } from '../support/oauth';

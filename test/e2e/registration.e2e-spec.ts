@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -242,6 +242,7 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
     ['a fragment', 'https://app.example.com/cb#x'],
     ['credentials', 'https://user:pw@app.example.com/cb'],
     ['a relative URI', '/cb'],
+    ['a space', 'https://app.example.com/c b'],
   ])('refuses a redirect URI with %s: 400 invalid_redirect_uri, nothing registered', async (_, uri) => {
     expectRegistrationError(
       await register({ redirect_uris: [LOOPBACK, uri], token_endpoint_auth_method: 'none' }),

@@ -3,7 +3,8 @@ import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientsService, type ClientView } from '../../src/oauth/clients/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { type ClientView } from '../../src/oauth/clients/client-metadata';
 import {
   Browser,
   NO_RATE_LIMITS,

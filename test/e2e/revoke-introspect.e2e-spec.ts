@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import {
   NO_RATE_LIMITS,
   backChannel,

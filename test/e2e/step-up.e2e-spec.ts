@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Scopes } from '../../src/auth/auth.decorators';
 import { scopeDescription } from '../../src/auth/scopes';
 import { SqlRunner, sql } from '../../src/database/sql';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { OrdersScope } from '../../src/orders/orders.scopes';
 import { UsersScope } from '../../src/users/users.scopes';
 import {

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { SqlRunner, sql } from '../../src/database/sql';
-import { ClientsService, type ClientView, InvalidClientInputError } from '../../src/oauth/clients/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { type ClientView, InvalidClientInputError } from '../../src/oauth/clients/client-metadata';
 import { TOKEN_EXCHANGE_GRANT } from '../../src/oauth/entities/client.entity';
 import { MAX_ACTORS } from '../../src/oauth/grants/token-exchange-grant.service';
 import {

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { AuditEvent } from '../../src/audit/audit-event.entity';
 import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
 import {

@@ -2,7 +2,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type JWK, type JWTPayload, SignJWT, generateKeyPair } from 'jose';
 import type { Response } from 'supertest';
 import { expect } from 'vitest';
-import { type ClientView, type CreateClientInput, ClientsService } from '../../src/oauth/clients/clients.service';
+import { ClientsService } from '../../src/oauth/clients/clients.service';
+import { type ClientView, type CreateClientInput } from '../../src/oauth/clients/client-metadata';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { ALL_SCOPES, TEST_PASSWORD, type TestApp } from './test-app';
 

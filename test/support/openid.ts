@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import type { ClientView } from '../../src/oauth/clients/clients.service';
+import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { REDIRECT_URI } from './oauth';
 
 /** openid-client over plain HTTP, which it refuses by default: the test app listens on http://127.0.0.1. */

@@ -4,7 +4,7 @@ import type { SchemaObject } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CONTROL_CHARACTER } from '../../common/text';
 import { JWT_BEARER_ASSERTION_TYPE } from './client-assertion';
-import { ClientsService } from '../clients/clients.service';
+import { ClientAuthenticator } from './client-authenticator';
 import type { Client } from '../entities/client.entity';
 import { OAuthError } from '../oauth-error';
 
@@ -43,7 +43,7 @@ function formBody(req: Request): Record<string, string> {
  */
 @Injectable()
 export class ClientAuthGuard implements CanActivate {
-  constructor(private readonly clients: ClientsService) {}
+  constructor(private readonly clients: ClientAuthenticator) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<OAuthRequest>();

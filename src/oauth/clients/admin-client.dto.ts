@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsString, Length, Max, MaxLength, Min } from 'class-validator';
 import { OneOf, OptionalField, SingleLine } from '../../common/validation';
 import { GRANT_TYPES, type GrantType } from '../entities/client.entity';
-import { MAX_REFRESH_GRACE_SECONDS, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from './clients.service';
+import { MAX_REFRESH_GRACE_SECONDS, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from './client-metadata';
 import { ASSERTION_SIGNING_ALGS } from '../client-auth/client-jwks';
 
 /** The `private_key_jwt` fields of a client (each checked further by the clients service). */

@@ -8,7 +8,7 @@ import { UsersService } from '../../users/users.service';
 import { RevokedGrantsService } from '../../auth/revoked-grants.service';
 import { AppConfig } from '../../config/app-config';
 import { type Client, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
-import { askableScopes } from '../clients/clients.service';
+import { askableScopes } from '../clients/client-metadata';
 import { GrantsRepository } from './grants.repository';
 import { OAuthError } from '../oauth-error';
 import { ResourceIndicators } from '../resource-indicators';

@@ -3,7 +3,7 @@ import { AuditService } from '../../audit/audit.service';
 import { Injectable } from '@nestjs/common';
 import { scopeDescription } from '../../auth/scopes';
 import { RevokedGrantsService } from '../../auth/revoked-grants.service';
-import { isClientId } from '../clients/clients.service';
+import { isClientId } from '../clients/client-metadata';
 import { ConsentsRepository } from './consents.repository';
 import { GrantsRepository } from '../grants/grants.repository';
 import type { ConnectedAppView } from './pages';

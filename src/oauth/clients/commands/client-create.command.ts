@@ -2,7 +2,8 @@ import { Command, Option } from 'nest-commander';
 import { ClientKeyOptions } from './client-key-options';
 import { collect, printJson } from '../../../common/command-line';
 import { readJwksFile } from './jwks-file';
-import { ClientsService, type TokenEndpointAuthMethod } from '../clients.service';
+import { ClientsService } from '../clients.service';
+import { type TokenEndpointAuthMethod } from '../client-metadata';
 
 interface ClientCreateOptions {
   name?: string;

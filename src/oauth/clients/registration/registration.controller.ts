@@ -24,7 +24,8 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { GRANT_TYPES, TOKEN_EXCHANGE_GRANT } from '../../entities/client.entity';
 import { ASSERTION_SIGNING_ALGS } from '../../client-auth/client-jwks';
 import { safeDescription } from '../../oauth-error';
-import { type RegisteredClient, RegistrationError, RegistrationService } from './registration.service';
+import { RegistrationError } from './registration-metadata';
+import { type RegisteredClient, RegistrationService } from './registration.service';
 
 /** Answers a {@link RegistrationError} as RFC 7591 3.2.2 / RFC 7592 want it. */
 @Catch(RegistrationError)

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
-import { ClientsService, askableScopes, choseOwnRedirectUris } from '../../clients/clients.service';
+import { ClientsService } from '../../clients/clients.service';
+import { askableScopes, choseOwnRedirectUris } from '../../clients/client-metadata';
 import { isClientIdUrl } from '../../clients/cimd/client-id-url';
 import { ClientMetadataDocuments, ClientMetadataError } from '../../clients/cimd/client-metadata.service';
 import { IdTokenHints } from '../../oidc/id-token-hints';

@@ -9,7 +9,7 @@ import { hasRoleBoundScope, scopeDescription, scopesHeld } from '../../../auth/s
 import { UsersService } from '../../../users/users.service';
 import { MAX_LOGIN_HINT_LENGTH } from '../../oidc/oidc.scopes';
 import { CodeGrantService, type CodeRequest } from '../../grants/code-grant.service';
-import { choseOwnRedirectUris } from '../../clients/clients.service';
+import { choseOwnRedirectUris } from '../../clients/client-metadata';
 import { ClientMetadataDocuments } from '../../clients/cimd/client-metadata.service';
 import { ConsentService } from '../../interaction/consent.service';
 import { sessionCookie } from '../../interaction/cookies';
