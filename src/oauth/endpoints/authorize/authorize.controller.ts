@@ -1,18 +1,18 @@
 import { auditContextOf } from '../../../audit/audit-events';
 import { Controller, Get, Post, Req, Res } from '@nestjs/common';
-import { ApiQuery } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../../../common/openapi';
 import { Public } from '../../../auth/auth.decorators';
-import { type AuthorizationRequestResult, AuthorizationRequestValidator, MAX_NONCE_LENGTH } from './authorization-request';
+import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
+import { ApiAuthorizeQuery } from './authorize.openapi';
 import { hasRoleBoundScope, scopeDescription, scopesHeld } from '../../../auth/scopes';
 import { UsersService } from '../../../users/users.service';
-import { MAX_LOGIN_HINT_LENGTH } from '../../oidc/oidc.scopes';
 import { CodeGrantService, type CodeRequest } from '../../grants/code-grant.service';
 import { choseOwnRedirectUris } from '../../clients/client-metadata';
 import { ClientMetadataDocuments } from '../../clients/cimd/client-metadata.service';
 import { ConsentService } from '../../interaction/consent.service';
 import { sessionCookie } from '../../interaction/cookies';
+import { returnToAfterLogin } from '../../interaction/return-to';
 import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
 import { isLoopbackRedirectUri } from '../../clients/redirect-uris';
 import { safeEqual } from '../../../common/crypto/secrets';
@@ -35,75 +35,7 @@ export class AuthorizeController {
   ) {}
 
   @Get()
-  @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
-  @ApiQuery({
-    name: 'client_id',
-    required: true,
-    schema: { type: 'string', maxLength: 255 },
-    description:
-      "a registered client's id, or (client ID metadata documents) the https URL of the client's own metadata document, which is fetched and checked; the consent page then always shows",
-  })
-  @ApiQuery({
-    name: 'redirect_uri',
-    required: false,
-    schema: { type: 'string', format: 'uri' },
-    description: 'required when the client has several',
-  })
-  @ApiQuery({
-    name: 'scope',
-    required: false,
-    schema: { type: 'string' },
-    description: "space-separated; the client's scopes when omitted",
-  })
-  @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
-  @ApiQuery({
-    name: 'code_challenge',
-    required: false,
-    schema: { type: 'string' },
-    description: 'PKCE (RFC 7636), required for public clients',
-  })
-  @ApiQuery({ name: 'code_challenge_method', required: false, schema: { type: 'string', enum: ['S256'] } })
-  @ApiQuery({
-    name: 'nonce',
-    required: false,
-    schema: { type: 'string', maxLength: MAX_NONCE_LENGTH },
-    description: 'OpenID Connect: repeated in the ID token of the code',
-  })
-  @ApiQuery({
-    name: 'prompt',
-    required: false,
-    schema: { type: 'string' },
-    description:
-      'OpenID Connect, space-separated: none (no page: login_required or consent_required instead), login or select_account (the login page even with a session), consent (the consent page even after consent)',
-  })
-  @ApiQuery({
-    name: 'max_age',
-    required: false,
-    schema: { type: 'integer', minimum: 0 },
-    description: 'OpenID Connect: seconds since the login of the session beyond which the login page is shown again',
-  })
-  @ApiQuery({
-    name: 'login_hint',
-    required: false,
-    schema: { type: 'string', maxLength: MAX_LOGIN_HINT_LENGTH },
-    description: "OpenID Connect: prefills the login form's email, nothing else",
-  })
-  @ApiQuery({
-    name: 'id_token_hint',
-    required: false,
-    schema: { type: 'string' },
-    description:
-      "OpenID Connect: an ID token of this server for this client; the session must be its subject's, else a login (prompt=none: login_required); one signed by a key that has left is ignored",
-  })
-  @ApiQuery({ name: 'ui_locales', required: false, schema: { type: 'string' }, description: 'OpenID Connect: accepted, not used' })
-  @ApiQuery({
-    name: 'resource',
-    required: false,
-    schema: { type: 'array', items: { type: 'string', format: 'uri' } },
-    style: 'form',
-    explode: true,
-    description: 'RFC 8707 resource indicators (repeatable): the aud of the tokens; the API when omitted',
-  })
+  @ApiAuthorizeQuery()
   @ApiRedirect(
     302,
     'With a live session and consent: to redirect_uri with code and state (or error and state); without a session: to /login',
@@ -287,18 +219,7 @@ export class AuthorizeController {
       this.interactionRequired(res, request, 'login_required', 'The user is not signed in, or not recently enough.');
       return;
     }
-    let returnTo = req.originalUrl;
-    if (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account')) {
-      // The other parameters stay byte for byte as the client sent them (decoding and encoding again would change a
-      // `state` with an escape that is not UTF-8).
-      const at = req.originalUrl.indexOf('?');
-      const path = at === -1 ? req.originalUrl : req.originalUrl.slice(0, at);
-      const pairs = at === -1 ? [] : req.originalUrl.slice(at + 1).split('&');
-      const kept = pairs.filter((pair) => !['prompt', 'max_age'].includes(queryName(pair)));
-      const rest = [...request.prompt].filter((p) => p !== 'login' && p !== 'select_account');
-      if (rest.length) kept.push(`prompt=${encodeURIComponent(rest.join(' '))}`);
-      returnTo = kept.length ? `${path}?${kept.join('&')}` : path;
-    }
+    const returnTo = returnToAfterLogin(req.originalUrl, request.prompt, request.maxAge);
     const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
     res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
   }
@@ -359,15 +280,5 @@ export class AuthorizeController {
       codeChallenge: request.codeChallenge,
       nonce: request.nonce,
     };
-  }
-}
-
-/** The name of a `name=value` pair of a query string, decoded as the query parser decodes it. */
-function queryName(pair: string): string {
-  const raw = pair.split('=', 1)[0].replace(/\+/g, ' ');
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
   }
 }
