@@ -56,7 +56,9 @@ import { ResourceIndicators } from './resource-indicators';
 import { RemoteJsonFetcher, SafeRemoteJson } from './remote-json';
 import { ClientCredentialsGrantService } from './grants/client-credentials-grant.service';
 import { RefreshTokensRepository } from './grants/refresh-tokens.repository';
-import { TokenIssuer, signingKeyProvider } from './grants/token-issuer.service';
+import { TokenIssuer } from './grants/token-issuer.service';
+import { signingKeyProvider } from './grants/token-signing';
+import { IdTokenIssuer } from './oidc/id-tokens';
 import { TokenExchangeGrantService } from './grants/token-exchange-grant.service';
 import { UserInfoController } from './endpoints/userinfo/userinfo.controller';
 import { UserInfoService } from './endpoints/userinfo/userinfo.service';
@@ -125,6 +127,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AuthorizationRequestValidator,
     ResourceIndicators,
     TokenIssuer,
+    IdTokenIssuer,
     RefreshTokensRepository,
     CodeGrantService,
     CodesRepository,

@@ -12,7 +12,8 @@ import { OAuthError } from '../oauth-error';
 import { isRegisteredRedirectUri } from '../clients/redirect-uris';
 import { ResourceIndicators } from '../resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../../common/crypto/secrets';
-import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
+import { loginOf } from '../oidc/id-tokens';
+import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 export interface IssueCodeInput {
   client: Client;

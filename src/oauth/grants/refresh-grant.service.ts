@@ -12,7 +12,8 @@ import { OAuthError } from '../oauth-error';
 import { type RefreshTokenRow, RefreshTokensRepository } from './refresh-tokens.repository';
 import { ResourceIndicators } from '../resource-indicators';
 import { hashSecret, openWith, sealFor } from '../../common/crypto/secrets';
-import { TokenIssuer, type TokenResponse, loginOf } from './token-issuer.service';
+import { loginOf } from '../oidc/id-tokens';
+import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);

@@ -2,7 +2,7 @@ import { type KeyObject, generateKeyPairSync } from 'node:crypto';
 import { JwtSecretRequestType, JwtService } from '@nestjs/jwt';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { signingKeyProvider } from './token-issuer.service';
+import { signingKeyProvider } from './token-signing';
 
 const pair = () => generateKeyPairSync('rsa', { modulusLength: 2048 });
 

@@ -1,32 +1,18 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { type JwtModuleOptions, JwtSecretRequestType, JwtService, type JwtSignOptions } from '@nestjs/jwt';
+import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../../config/app-config';
 import { AuditService } from '../../audit/audit.service';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import { type StatementWrite, epochMs } from '../../database/sql';
+import type { StatementWrite } from '../../database/sql';
 import { SigningKeysService } from '../../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../../auth/principal';
 import type { Grant } from '../entities/grant.entity';
+import { IdTokenIssuer, type LoginRef } from '../oidc/id-tokens';
 import { OidcScope } from '../oidc/oidc.scopes';
+import { signedWith } from './token-signing';
 import { type NewRefreshToken, RefreshTokensRepository } from './refresh-tokens.repository';
 import { hashSecret, randomSecret } from '../../common/crypto/secrets';
-
-/**
- * The login behind a grant, for its ID tokens: the time of the login (epoch ms), the session's `sid`, and — when the
- * tokens come from a code — the authorization request's `nonce`.
- */
-export interface LoginRef {
-  authTime: number;
-  sid: string | null;
-  nonce?: string | null;
-}
-
-/** The {@link LoginRef} of a grant's stored columns; undefined for a grant from before OpenID Connect. */
-export function loginOf(authTime: string | number | null, sid: string | null, nonce?: string | null): LoginRef | undefined {
-  const at = epochMs(authTime, true);
-  return at === null ? undefined : { authTime: at, sid, nonce };
-}
 
 /**
  * What issuing needs of a grant, the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent), and the
@@ -79,31 +65,6 @@ export interface MintedAccessToken {
 }
 
 /**
- * The sign options of a token: RS256 with the signing key `kid`, which {@link signingKeyProvider} resolves. The
- * registered claims (iss, sub, aud, jti) go in the payload rather than in jsonwebtoken's options, which it would
- * validate and copy there one by one, and the key is not in the options either, which `JwtService.sign` would
- * delete from its copy of them (a dictionary-mode object for V8).
- */
-function signedWith(kid: string, typ: 'at+jwt' | 'JWT'): JwtSignOptions {
-  return { algorithm: 'RS256', header: { alg: 'RS256', typ, kid } };
-}
-
-/**
- * `@nestjs/jwt`'s key provider for this module's `JwtService`: the private key named by the `kid` of the token's
- * header, which the caller took from {@link SigningKeysService.activeKey} in the same synchronous step. The
- * service only signs: verification of access tokens is the auth module's (with the published public keys).
- */
-export function signingKeyProvider(keys: Pick<SigningKeysService, 'privateKeyOf'>): JwtModuleOptions['secretOrKeyProvider'] {
-  return (requestType, _payload, options) => {
-    if (requestType !== JwtSecretRequestType.SIGN) throw new Error('this JwtService signs only');
-    const kid = (options as JwtSignOptions | undefined)?.header?.kid;
-    const key = kid === undefined ? undefined : keys.privateKeyOf(kid);
-    if (!key) throw new Error(`no private key for kid ${String(kid)}`);
-    return key;
-  };
-}
-
-/**
  * Issues what a grant yields: an RFC 9068 access token (RS256, `typ: at+jwt`, signed through `@nestjs/jwt` with
  * the active key from the keys module) and a new refresh token, stored only as a hash.
  */
@@ -115,6 +76,7 @@ export class TokenIssuer {
     private readonly jwt: JwtService,
     private readonly keys: SigningKeysService,
     private readonly config: AppConfig,
+    private readonly idTokens: IdTokenIssuer,
   ) {}
 
   mintAccessToken(claims: AccessTokenClaims): MintedAccessToken {
@@ -140,31 +102,6 @@ export class TokenIssuer {
       signedWith(key.kid, 'at+jwt'),
     );
     return { token, jti, iat, exp };
-  }
-
-  /**
-   * An OpenID Connect ID token (Core 1.0 2, 3.1.3.6): RS256 with the active key, for the client (`aud`), with the
-   * login's `auth_time` and `sid`, the request's `nonce` when there was one, and `at_hash` of the access token it
-   * comes with. The profile and email claims are not in it: UserInfo answers them (Core 5.4).
-   */
-  mintIdToken(grant: Pick<GrantRef, 'userId' | 'clientId'>, login: LoginRef, accessToken: string): string {
-    const key = this.keys.activeKey();
-    const iat = Math.floor(Date.now() / 1000);
-    const digest = createHash('sha256').update(accessToken).digest();
-    return this.jwt.sign(
-      {
-        iss: this.config.issuer,
-        sub: grant.userId,
-        aud: grant.clientId,
-        auth_time: Math.floor(login.authTime / 1000),
-        ...(login.nonce ? { nonce: login.nonce } : {}),
-        ...(login.sid ? { sid: login.sid } : {}),
-        at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
-        iat,
-        exp: iat + this.config.accessTokenTtl,
-      },
-      signedWith(key.kid, 'JWT'),
-    );
   }
 
   /** A new refresh token: the secret for the client, shown once, and the hash to store. */
@@ -223,7 +160,7 @@ export class TokenIssuer {
       expires_in: this.config.accessTokenTtl,
       ...(refresh ? { refresh_token: refresh.secret } : {}),
       scope,
-      ...(openid ? { id_token: this.mintIdToken(grant, grant.login!, access.token) } : {}),
+      ...(openid ? { id_token: this.idTokens.mint(grant, grant.login!, access.token) } : {}),
     };
   }
 }
