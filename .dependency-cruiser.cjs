@@ -4,6 +4,9 @@
  * - `config`, `database` and `common` are what every feature builds on: they import no feature;
  * - `auth` (the resource server's guard) never imports `oauth` (the authorization server);
  * - `keys` (signing keys) does not import `auth`, which verifies with them;
+ * - a feature imports another only through what sits at the top of that feature's folder (its module class,
+ *   services, repositories, decorators, events, `index.ts`) or its `entities/`: the subfolders (`migrations/`,
+ *   `commands/`, `dto/`, the authorization server's `endpoints/`, `grants/`, …) are the feature's own;
  * - no import cycles.
  *
  * A spec file may import across layers (a test of the whole configuration, say); the code it tests may not.
@@ -33,6 +36,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/keys/', pathNot: '\\.spec\\.ts$' },
       to: { path: '^src/auth/' },
+    },
+    {
+      name: 'feature-through-its-surface',
+      comment:
+        "Another feature's subfolder (its migrations, commands, DTOs, inner parts): import what the feature offers at the top of its folder instead.",
+      severity: 'error',
+      from: { path: '^src/([^/]+)/', pathNot: ['\\.spec\\.ts$', INFRASTRUCTURE] },
+      to: { path: '^src/[^/]+/(?!entities/)[^/]+/', pathNot: ['^src/$1/', INFRASTRUCTURE] },
     },
     {
       name: 'no-circular',

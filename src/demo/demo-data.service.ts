@@ -7,7 +7,7 @@ import { withStartupLock } from '../database/startup-lock';
 import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
 import { allScopes } from '../auth/scopes';
-import { ClientsService } from '../oauth/clients/clients.service';
+import { ClientsService } from '../oauth';
 import { randomSecret } from '../common/crypto/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';

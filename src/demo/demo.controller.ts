@@ -1,9 +1,8 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
-import { OAuthPages, escapeHtml, sendHtml } from '../oauth/interaction/pages';
+import { OAuthConfig, OAuthPages, escapeHtml, sendHtml } from '../oauth';
 import { AppConfig } from '../config/app-config';
-import { OAuthConfig } from '../oauth/oauth.config';
 
 /** The demo client's redirect URI: shows the code it received and how to exchange it. */
 @Public()

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { OAuthModule } from '../oauth/oauth.module';
+import { OAuthModule } from '../oauth';
 import { OrdersModule } from '../orders/orders.module';
 import { UsersModule } from '../users/users.module';
 import { DemoDataService } from './demo-data.service';
