@@ -1,5 +1,5 @@
 import { allScopes, isScope } from '../../auth/scopes';
-import { CONTROL_CHARACTER } from '../../common/text';
+import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
 import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from '../client-auth/client-jwks';
 import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
 import { isClientIdUrl } from './cimd/client-id-url';
@@ -104,6 +104,17 @@ export function checkedName(name: string | undefined, field: string): string {
   const trimmed = name?.trim();
   if (!trimmed || trimmed.length > 100) throw new InvalidClientInputError(`${field} must be 1 to 100 characters`);
   return trimmed;
+}
+
+/** Whether a name a client states for itself (registration, metadata document) is one line of 1 to 100 characters. */
+export function isSelfStatedClientName(name: unknown): name is string {
+  return (
+    typeof name === 'string' &&
+    Boolean(name.trim()) &&
+    name.length <= 100 &&
+    !CONTROL_CHARACTER.test(name) &&
+    !UNPAIRED_SURROGATE.test(name)
+  );
 }
 
 /** The redirect URIs of a client with `grantTypes`: required for the code grant; a client that only acts as itself may have none. */

@@ -1,6 +1,6 @@
 import { defaultClientScope, isScope } from '../../../auth/scopes';
-import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../../common/text';
 import type { GrantType } from '../../entities/client.entity';
+import { isSelfStatedClientName } from '../client-metadata';
 import { selfAssertedRedirectUriProblem } from '../redirect-uris';
 import {
   type AssertionSigningAlg,
@@ -62,7 +62,7 @@ export function clientMetadataOf(url: string, body: unknown): ClientMetadata {
   }
 
   const name = fields.client_name;
-  if (typeof name !== 'string' || !name.trim() || name.length > 100 || CONTROL_CHARACTER.test(name) || UNPAIRED_SURROGATE.test(name)) {
+  if (!isSelfStatedClientName(name)) {
     fail('client_name must be one line of 1 to 100 characters');
   }
 

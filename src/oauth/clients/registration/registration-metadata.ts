@@ -1,6 +1,6 @@
 import { allScopes, defaultClientScope, isScope } from '../../../auth/scopes';
-import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../../common/text';
 import { type Client, GRANT_TYPES, type GrantType } from '../../entities/client.entity';
+import { isSelfStatedClientName } from '../client-metadata';
 import { selfAssertedRedirectUriProblem } from '../redirect-uris';
 
 /** RFC 7591 3.2.2 / RFC 7592 errors, answered as `{ error, error_description }`. */
@@ -88,7 +88,7 @@ export function registrationMetadata(body: unknown, defaultAuthMethod: AuthMetho
   const postLogoutRedirectUris = (stringList(fields, 'post_logout_redirect_uris') ?? []).map(checkedRedirectUri);
 
   const name = fields.client_name ?? 'Unnamed client';
-  if (typeof name !== 'string' || !name.trim() || name.length > 100 || CONTROL_CHARACTER.test(name) || UNPAIRED_SURROGATE.test(name)) {
+  if (!isSelfStatedClientName(name)) {
     throw metadataError('client_name must be one line of 1 to 100 characters.');
   }
 
