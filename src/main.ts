@@ -7,6 +7,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
 import { DemoDataService } from './demo/demo-data.service';
+import { ShutdownDrain } from './health/shutdown-drain';
 import { ExpressHttpAdapter } from './common/express-adapter';
 import { KeyEncryptionError } from './keys/key-encryption';
 import { SigningKeysService } from './keys/signing-keys.service';
@@ -22,19 +23,24 @@ async function bootstrap(): Promise<void> {
   const config = app.get(AppConfig);
   const demo = await app.get(DemoDataService).seedIfEmpty();
   await app.listen(config.port, config.host);
-  // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the database, exit 0.
+  // SIGTERM/SIGINT: readiness turns 503 (for SHUTDOWN_DRAIN_SECONDS still serving), then stop accepting
+  // connections, finish requests in flight, close the database, exit 0.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     new Logger('Bootstrap').log(`${signal} received, shutting down`);
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
+    const drain = app.get(ShutdownDrain);
+    drain
+      .begin()
+      .then(() => app.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -1,10 +1,11 @@
 import { ApiProblems } from '../common/openapi';
 import { Controller, Get, Inject } from '@nestjs/common';
-import { HealthCheck, type HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { HealthCheck, type HealthCheckResult, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { Public } from '../auth/auth.decorators';
 import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler.storage';
 import { NoQueryParams } from '../common/validation';
+import { ShutdownDrain } from './shutdown-drain';
 
 @Public()
 // A query parameter of any name is 400 here (none is taken).
@@ -15,6 +16,8 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly db: TypeOrmHealthIndicator,
     @Inject(ThrottlerStorage) private readonly counters: ThrottlerStorage,
+    private readonly indicators: HealthIndicatorService,
+    private readonly drain: ShutdownDrain,
   ) {}
 
   /** The process is up and serving HTTP. */
@@ -27,12 +30,19 @@ export class HealthController {
   /**
    * The process can serve requests: the database answers (503 otherwise). With REDIS_URL, Redis is reported too,
    * as `up` or `degraded`: without it the service still works (rate limits count per instance), so it is no
-   * reason to take the instance out of rotation.
+   * reason to take the instance out of rotation. From SIGTERM until the process exits it is 503 (`shutdown` down),
+   * so that a load balancer stops sending before the port closes.
    */
   @Get('ready')
   @HealthCheck()
   async ready(@NoQueryParams() _query: unknown): Promise<HealthCheckResult> {
-    const result = await this.health.check([() => this.db.pingCheck('database', { timeout: 1_500 })]);
+    const result = await this.health.check([
+      () =>
+        this.drain.active
+          ? this.indicators.check('shutdown').down('the instance is shutting down')
+          : this.indicators.check('shutdown').up(),
+      () => this.db.pingCheck('database', { timeout: 1_500 }),
+    ]);
     if (this.counters instanceof RedisThrottlerStorage) {
       // Terminus knows only up and down; degraded is reported next to them without failing the check.
       const redis = (await this.counters.health()) as unknown as HealthCheckResult['details'][string];

@@ -221,6 +221,41 @@ describe('the built service', () => {
     }
   });
 
+  it('answers readiness 503 from SIGTERM while it drains (SHUTDOWN_DRAIN_SECONDS), still serving, then exits 0', async () => {
+    const db = tempSqliteUrl();
+    const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', SHUTDOWN_DRAIN_SECONDS: '3' });
+    try {
+      const before = await fetch(`${svc.baseUrl}/health/ready`);
+      expect(before.status).toBe(200);
+      expect(await before.json()).toMatchObject({ status: 'ok', info: { shutdown: { status: 'up' }, database: { status: 'up' } } });
+
+      const signalled = Date.now();
+      svc.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      const draining = await fetch(`${svc.baseUrl}/health/ready`);
+      expect(draining.status).toBe(503);
+      expect(draining.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await draining.json()).toEqual({
+        type: 'about:blank',
+        title: 'Service Unavailable',
+        status: 503,
+        detail: 'The service is temporarily unavailable.',
+        instance: '/health/ready',
+      });
+      // Everything else is still served while the load balancer notices.
+      const live = await fetch(`${svc.baseUrl}/health/live`);
+      expect(live.status).toBe(200);
+      const metadata = await fetch(`${svc.baseUrl}/.well-known/oauth-authorization-server`);
+      expect(metadata.status).toBe(200);
+
+      expect(await svc.exit).toBe(0);
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(3_000);
+    } finally {
+      if (svc.child.exitCode === null) svc.child.kill('SIGKILL');
+      db.remove();
+    }
+  });
+
   describe('configuration', () => {
     it.each([
       [{ ACCESS_TOKEN_TTL: '60s' }, 'ACCESS_TOKEN_TTL'],
