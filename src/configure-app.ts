@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
-import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
 import { checkJsonBody } from './common/json-body';
 import { refuseUnreadBody } from './common/unread-body';
 import helmet from 'helmet';
 import { accessLogMiddleware } from './logging/access-log.middleware';
+import { AppLogger } from './logging/app-logger';
 import { ACCESS_LOGGER } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi';
@@ -32,7 +32,7 @@ function limitSlowClients(server: Server & { connectionsCheckingInterval?: numbe
 
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const config = app.get(AppConfig);
-  app.useLogger(app.get(Logger));
+  app.useLogger(app.get(AppLogger));
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);

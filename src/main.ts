@@ -1,15 +1,17 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type pino from 'pino';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
-import { DemoDataService } from './demo/demo-data.service';
+import { type DemoData, DemoDataService } from './demo/demo-data.service';
 import { ShutdownDrain } from './health/shutdown-drain';
 import { ExpressHttpAdapter } from './common/express-adapter';
 import { KeyEncryptionError } from './keys/key-encryption';
+import { ROOT_LOGGER } from './logging/logging.module';
 import { SigningKeysService } from './keys/signing-keys.service';
 
 async function bootstrap(): Promise<void> {
@@ -21,7 +23,6 @@ async function bootstrap(): Promise<void> {
   });
   configureApp(app);
   const config = app.get(AppConfig);
-  const demo = await app.get(DemoDataService).seedIfEmpty();
   await app.listen(config.port, config.host);
   // SIGTERM/SIGINT: readiness turns 503 (for SHUTDOWN_DRAIN_SECONDS still serving), then stop accepting
   // connections, finish requests in flight, close the database, exit 0.
@@ -44,25 +45,34 @@ async function bootstrap(): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  new Logger('Bootstrap').log(`listening on http://${config.host}:${config.port} (issuer ${config.issuer})`);
   const unsealed = await app.get(SigningKeysService).unsealedCount();
   if (unsealed > 0) {
     new Logger('Bootstrap').warn(`${unsealed} signing key(s) not sealed under KEY_ENCRYPTION_KEY: run keys:reencrypt`);
   }
-  if (demo) {
-    // Shown once, on the first start with an empty database (never in production).
-    process.stdout.write(
-      [
-        '',
-        'Demo data created (shown only once):',
-        `  admin login:    ${demo.adminEmail} / ${demo.adminPassword}`,
-        `  client_id:      ${demo.clientId}`,
-        `  client_secret:  ${demo.clientSecret}`,
-        `  open in a browser: ${demo.authorizationUrl}`,
-        '',
-      ].join('\n') + '\n',
-    );
-  }
+  // Seeded once the port is open: a start that cannot listen (EADDRINUSE) has created nothing it would not show.
+  const demo = await app.get(DemoDataService).seedIfEmpty();
+  // The log lines written so far go out first, so that what to do next is the last thing on the screen.
+  await new Promise<void>((resolve) => app.get<pino.Logger>(ROOT_LOGGER).flush(() => resolve()));
+  const listening = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  process.stdout.write(`${demo ? demoBlock(demo, config.issuer) : ''}ready: listening on ${listening}, issuer ${config.issuer}\n`);
+}
+
+/** What a newcomer does next with the demo data: shown once, on the first start with an empty database (never in production). */
+function demoBlock(demo: DemoData, issuer: string): string {
+  return (
+    [
+      '',
+      'Demo data created (shown only once):',
+      `  admin login:    ${demo.adminEmail} / ${demo.adminPassword}`,
+      `  client_id:      ${demo.clientId}`,
+      `  client_secret:  ${demo.clientSecret}`,
+      `  open in a browser: ${demo.authorizationUrl}`,
+      '  then trade the code the callback page shows for tokens (within 60 s):',
+      `    curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=authorization_code -d code=CODE \\`,
+      `      -d redirect_uri=${issuer}/demo/callback ${issuer}/token`,
+      '',
+    ].join('\n') + '\n'
+  );
 }
 
 bootstrap().catch((error: unknown) => {

@@ -7,6 +7,14 @@ export function accessTokenTtl(env: Env): number {
   return wholeSeconds(env, 'ACCESS_TOKEN_TTL', 900);
 }
 
+/** Listening addresses a browser on the same machine reaches as `localhost`. */
+const LOCAL_HOSTS = new Set(['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost']);
+
+/** A host as it goes in a URL (an IPv6 address in brackets). */
+function hostLiteral(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
 
 function database(env: Env): DatabaseConfig {
@@ -102,7 +110,8 @@ export class AppConfig {
     this.port = Number(port);
     this.host = env.HOST || '127.0.0.1';
     this.database = database(env);
-    this.issuer = httpUrl(env, 'ISSUER', 'http://localhost:3000');
+    // Unless set, the address it listens on as a browser on the same machine reaches it (PORT=3002 gives :3002).
+    this.issuer = httpUrl(env, 'ISSUER', `http://${LOCAL_HOSTS.has(this.host) ? 'localhost' : hostLiteral(this.host)}:${this.port}`);
     this.audience = env.AUDIENCE || this.issuer;
     this.accessTokenTtl = accessTokenTtl(env);
     this.corsOrigins = (env.CORS_ORIGINS || '')

@@ -28,11 +28,20 @@ export function configProvider<T>(type: ConfigClass<T>): FactoryProvider<T> {
 }
 
 /**
- * Builds every registered configuration once, before the application starts, so that a bad variable in any
- * module stops the start with one line that names it. Modules register theirs when their files are imported.
+ * Builds every registered configuration once, before the application starts, so that bad variables stop the start
+ * with one line naming them all (the first of each module's). Modules register theirs when their files are imported.
  */
 export function validateConfiguration(env: Env): void {
-  for (const type of registry) new type(env);
+  const problems: string[] = [];
+  for (const type of registry) {
+    try {
+      new type(env);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems.join('; '));
 }
 
 /** Every environment variable the registered modules read. */

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
+import { AppLogger } from './app-logger';
 import pino from 'pino';
 import pinoPretty from 'pino-pretty';
 import { AppConfig } from '../config/app-config';
@@ -85,6 +86,7 @@ class PinoLoggersModule {}
       useFactory: (logger: pino.Logger) => ({ pinoHttp: { logger }, forRoutes: [] }),
     }),
   ],
-  exports: [PinoLoggersModule],
+  providers: [AppLogger],
+  exports: [PinoLoggersModule, AppLogger],
 })
 export class LoggingModule {}

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
-import { ROOT, type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
+import { ROOT, type RunningService, buildOnce, runToExit, serverPort, startService, tempSqliteUrl } from '../support/service-process';
 import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
@@ -95,9 +95,9 @@ async function codeFlow(baseUrl: string, demo: Demo) {
   };
 }
 
-/** What a service wrote after the demo banner: the credentials are printed there once, on purpose; every log line after it must be clean. */
+/** What a service wrote after its start: the demo credentials are printed there once, on purpose; every log line after it must be clean. */
 function logsAfterBanner(output: string): string {
-  const logs = output.slice(output.indexOf('open in a browser:'));
+  const logs = output.slice(output.indexOf('ready: listening on'));
   return logs.slice(logs.indexOf('\n') + 1);
 }
 
@@ -221,6 +221,35 @@ describe('the built service', () => {
     }
   });
 
+  it('opens its port, then shows the demo block and ends its start with one ready line naming the issuer (from PORT when ISSUER is unset)', async () => {
+    const db = tempSqliteUrl();
+    const port = await serverPort();
+    const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ISSUER: '' }, port);
+    try {
+      const issuer = `http://localhost:${port}`;
+      const lines = svc.output().trimEnd().split('\n');
+      expect(lines.at(-1)).toBe(`ready: listening on http://127.0.0.1:${port}, issuer ${issuer}`);
+      const block = lines.slice(lines.indexOf('Demo data created (shown only once):'), -1);
+      expect(block[0]).toBe('Demo data created (shown only once):');
+      const demo = demoFrom(block.join('\n'));
+      expect(block).toContain(`    curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=authorization_code -d code=CODE \\`);
+      expect(block).toContain(`      -d redirect_uri=${issuer}/demo/callback ${issuer}/token`);
+      const url = new URL(block.find((l) => l.includes('open in a browser:'))!.split('open in a browser: ')[1]);
+      expect(url.origin).toBe(issuer);
+      expect(url.searchParams.get('redirect_uri')).toBe(`${issuer}/demo/callback`);
+      // Nest's route and module inventory is debug detail, not info.
+      expect(svc.output()).not.toMatch(/Mapped \{|RoutesResolver|InstanceLoader/);
+      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`)).json()) as {
+        issuer: string;
+      };
+      expect(discovery.issuer).toBe(issuer);
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exit;
+      db.remove();
+    }
+  });
+
   it('answers readiness 503 from SIGTERM while it drains (SHUTDOWN_DRAIN_SECONDS), still serving, then exits 0', async () => {
     const db = tempSqliteUrl();
     const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', SHUTDOWN_DRAIN_SECONDS: '3' });
@@ -270,6 +299,15 @@ describe('the built service', () => {
       const lines = output.trim().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain(variable);
+    });
+
+    it('names the bad variable of every module in that one line, not only the first', () => {
+      const env = { DATABASE_URL: 'sqlite::memory:', PORT: 'eighty', REVOCATION_SYNC_SECONDS: 'soon', AUDIT_RETENTION_DAYS: 'forever' };
+      const { status, output } = runToExit(env);
+      expect(status).toBe(1);
+      const lines = output.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      for (const variable of ['PORT', 'REVOCATION_SYNC_SECONDS', 'AUDIT_RETENTION_DAYS']) expect(lines[0]).toContain(variable);
     });
   });
 
