@@ -7,6 +7,7 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
+import { databaseFailure } from './database/connection-failure';
 import { type DemoData, DemoDataService } from './demo/demo-data.service';
 import { ShutdownDrain } from './health/shutdown-drain';
 import { ExpressHttpAdapter } from './common/express-adapter';
@@ -20,8 +21,12 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule, new ExpressHttpAdapter(), {
     bodyParser: false,
     bufferLogs: true,
+    // A failed start says why in one line (below), not with Nest's buffered start-up lines and stack traces.
+    autoFlushLogs: false,
+    abortOnError: false,
   });
   configureApp(app);
+  app.flushLogs();
   const config = app.get(AppConfig);
   await app.listen(config.port, config.host);
   // SIGTERM/SIGINT: readiness turns 503 (for SHUTDOWN_DRAIN_SECONDS still serving), then stop accepting
@@ -76,8 +81,11 @@ function demoBlock(demo: DemoData, issuer: string): string {
 }
 
 bootstrap().catch((error: unknown) => {
+  const database = databaseFailure(error, process.env.DATABASE_URL);
   if (error instanceof ConfigError || error instanceof KeyEncryptionError) {
     process.stderr.write(`configuration error: ${error.message}\n`);
+  } else if (database) {
+    process.stderr.write(`failed to start: ${database}\n`);
   } else {
     process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   }

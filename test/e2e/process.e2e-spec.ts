@@ -301,6 +301,14 @@ describe('the built service', () => {
       expect(lines[0]).toContain(variable);
     });
 
+    it('stops in one line naming DATABASE_URL without its password, and why, when the database cannot be reached', () => {
+      const { status, output } = runToExit({ DATABASE_URL: 'postgres://app:s3cret-pw@127.0.0.1:1/app' });
+      expect(status).toBe(1);
+      expect(output.trim().split('\n')).toEqual([
+        'failed to start: the database at DATABASE_URL postgres://app@127.0.0.1:1/app could not be reached: connect ECONNREFUSED 127.0.0.1:1',
+      ]);
+    });
+
     it('names the bad variable of every module in that one line, not only the first', () => {
       const env = { DATABASE_URL: 'sqlite::memory:', PORT: 'eighty', REVOCATION_SYNC_SECONDS: 'soon', AUDIT_RETENTION_DAYS: 'forever' };
       const { status, output } = runToExit(env);
