@@ -10,6 +10,7 @@ import type { Page } from '../common/pagination';
 import type { CreateUserDto } from './dto/create-user.dto';
 import type { ListUsersQueryDto } from './dto/list-users-query.dto';
 import type { UpdateUserDto } from './dto/update-user.dto';
+import type { SetPasswordDto } from './dto/set-password.dto';
 import { UserResponseDto } from './dto/user-response.dto';
 import { UsersError } from './users.errors';
 import { User, type Role } from './user.entity';
@@ -126,6 +127,15 @@ export class UsersService implements RoleDirectory {
   async delete(userId: string): Promise<void> {
     await this.events.emitAsync(USER_DELETING, new UserDeletingEvent(userId));
     if (!(await this.users.delete(userId))) throw userNotFound();
+  }
+
+  /** Replaces a person's password (an operator's reset from the command line); not found when no user has the email. */
+  async setPassword(dto: SetPasswordDto): Promise<UserResponseDto> {
+    const found = await this.credentials(dto.email);
+    if (!found || !(await this.users.update(found.id, { passwordHash: await this.hasher.hash(dto.password), updatedAt: Date.now() }))) {
+      throw userNotFound();
+    }
+    return UserResponseDto.from(await this.mustFind(found.id));
   }
 
   /** For the login form: the password hash of an email, if such a user exists. */

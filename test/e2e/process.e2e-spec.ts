@@ -346,6 +346,60 @@ describe('the built service', () => {
       expect(Object.keys(user).sort()).toEqual(['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt']);
     });
 
+    it('lists users and clients as JSON pages, and resets a password so that only the new one verifies', () => {
+      const env = { DATABASE_URL: db.url, LOG_LEVEL: 'silent' };
+      const users = runToExit(env, ['dist/src/cli.js', 'user:list', '--sort', 'email', '--limit', '5']);
+      expect(users.status).toBe(0);
+      const page = JSON.parse(users.output);
+      expect(page.page).toEqual({ limit: 5, offset: 0, total: 1 });
+      expect(page.data).toHaveLength(1);
+      expect(page.data[0]).toMatchObject({ email: 'Cli.User@example.com', role: 'admin' });
+      expect(Object.keys(page.data[0]).sort()).toEqual(['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt']);
+
+      const reset = runToExit(env, [
+        'dist/src/cli.js',
+        'user:set-password',
+        '--email',
+        'cli.user@example.com',
+        '--password',
+        'a new long password',
+      ]);
+      expect(reset.status).toBe(0);
+      expect(JSON.parse(reset.output)).toMatchObject({ id: page.data[0].id, email: 'Cli.User@example.com' });
+      const verified = runToExit(env, [
+        '-e',
+        `const D=require('better-sqlite3');const a=require('argon2');const db=new D(${JSON.stringify(db.url.slice(7))});` +
+          `const h=db.prepare('select password_hash h from users where id=?').get(${JSON.stringify(page.data[0].id)}).h;` +
+          `Promise.all([a.verify(h,'a new long password'),a.verify(h,'a long enough password')]).then(r=>process.stdout.write(JSON.stringify(r)))`,
+      ]);
+      expect(JSON.parse(verified.output)).toEqual([true, false]);
+      const unknown = runToExit(env, [
+        'dist/src/cli.js',
+        'user:set-password',
+        '--email',
+        'nobody@example.com',
+        '--password',
+        'a new long password',
+      ]);
+      expect({ status: unknown.status, output: unknown.output.trim() }).toEqual({ status: 1, output: 'error: No such user.' });
+
+      const created = runToExit(env, [
+        'dist/src/cli.js',
+        'client:create',
+        '--name',
+        'Listed',
+        '--redirect-uri',
+        'https://app.example.com/cb',
+      ]);
+      expect(created.status).toBe(0);
+      const clients = runToExit(env, ['dist/src/cli.js', 'client:list']);
+      expect(clients.status).toBe(0);
+      const listed = JSON.parse(clients.output);
+      expect(listed.page).toEqual({ limit: 20, offset: 0, total: 1 });
+      expect(listed.data[0]).toMatchObject({ client_id: JSON.parse(created.output).client_id, name: 'Listed' });
+      expect(clients.output).not.toContain('secret');
+    });
+
     it('rejects bad input with a message and a non-zero exit', () => {
       const { status, output } = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
         'dist/src/cli.js',
