@@ -58,8 +58,7 @@ async function bootstrap(): Promise<void> {
   const demo = await app.get(DemoDataService).seedIfEmpty();
   // The log lines written so far go out first, so that what to do next is the last thing on the screen.
   await new Promise<void>((resolve) => app.get<pino.Logger>(ROOT_LOGGER).flush(() => resolve()));
-  const listening = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-  process.stdout.write(`${demo ? demoBlock(demo, config.issuer) : ''}ready: listening on ${listening}, issuer ${config.issuer}\n`);
+  process.stdout.write(`${demo ? demoBlock(demo, config.issuer) : ''}ready: listening on ${config.listenUrl}, issuer ${config.issuer}\n`);
 }
 
 /** What a newcomer does next with the demo data: shown once, on the first start with an empty database (never in production). */

@@ -61,6 +61,8 @@ export class AppConfig {
 
   readonly port: number;
   readonly host: string;
+  /** Where it listens, as a URL (`http://127.0.0.1:3000`). */
+  readonly listenUrl: string;
   readonly database: DatabaseConfig;
   readonly issuer: string;
   readonly audience: string;
@@ -109,6 +111,7 @@ export class AppConfig {
     }
     this.port = Number(port);
     this.host = env.HOST || '127.0.0.1';
+    this.listenUrl = `http://${hostLiteral(this.host)}:${this.port}`;
     this.database = database(env);
     // Unless set, the address it listens on as a browser on the same machine reaches it (PORT=3002 gives :3002).
     this.issuer = httpUrl(env, 'ISSUER', `http://${LOCAL_HOSTS.has(this.host) ? 'localhost' : hostLiteral(this.host)}:${this.port}`);

@@ -37,10 +37,10 @@ export class HealthController {
   @HealthCheck()
   async ready(@NoQueryParams() _query: unknown): Promise<HealthCheckResult> {
     const result = await this.health.check([
-      () =>
-        this.drain.active
-          ? this.indicators.check('shutdown').down('the instance is shutting down')
-          : this.indicators.check('shutdown').up(),
+      () => {
+        const shutdown = this.indicators.check('shutdown');
+        return this.drain.active ? shutdown.down('the instance is shutting down') : shutdown.up();
+      },
       () => this.db.pingCheck('database', { timeout: 1_500 }),
     ]);
     if (this.counters instanceof RedisThrottlerStorage) {
