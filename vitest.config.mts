@@ -7,6 +7,8 @@ const { nodeFlags } = JSON.parse(readFileSync(new URL('./package.json', import.m
 
 /** Suites that time the service's event loop: they run after the others, with the machine to themselves. */
 const TIMED = ['test/e2e/revoked-list-scale.e2e-spec.ts'];
+/** Suites that read what the whole process registered (every `Statement` made): a module graph of their own. */
+const OWN_GRAPH = ['test/e2e/statement-count.e2e-spec.ts'];
 
 export default defineConfig({
   test: {
@@ -21,8 +23,9 @@ export default defineConfig({
         extends: true,
         // One module graph per worker for all its files instead of one per file: loading Nest, TypeORM and the
         // application was most of the suite's time (isolation per file: 218 s; shared: 130 s).
-        test: { name: 'suites', include: ['src/**/*.spec.ts', 'test/**/*.e2e-spec.ts'], exclude: TIMED, isolate: false },
+        test: { name: 'suites', include: ['src/**/*.spec.ts', 'test/**/*.e2e-spec.ts'], exclude: [...TIMED, ...OWN_GRAPH], isolate: false },
       },
+      { extends: true, test: { name: 'own-graph', include: OWN_GRAPH } },
       { extends: true, test: { name: 'timed', include: TIMED, sequence: { groupOrder: 1 } } },
     ],
   },
