@@ -10,6 +10,8 @@ import { AppLogger } from './logging/app-logger';
 import { ACCESS_LOGGER } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi';
+import { HandlerSpanInterceptor } from './telemetry/handler-span.interceptor';
+import { tracingEnabled } from './telemetry/tracing';
 
 export const BODY_LIMIT = '100kb';
 
@@ -54,6 +56,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.useBodyParser('urlencoded', { limit: BODY_LIMIT, extended: false, parameterLimit: 100 });
   app.use(refuseUnreadBody);
   if (config.corsOrigins.length) app.enableCors({ origin: config.corsOrigins, credentials: true });
+  if (tracingEnabled()) app.useGlobalInterceptors(new HandlerSpanInterceptor());
   setupOpenApi(app);
   return app;
 }

@@ -1,3 +1,5 @@
+// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http, express and pg before anything loads them.
+import './telemetry/start';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -14,6 +16,7 @@ import { ExpressHttpAdapter } from './common/express-adapter';
 import { KeyEncryptionError } from './keys/key-encryption';
 import { ROOT_LOGGER } from './logging/logging.module';
 import { SigningKeysService } from './keys/signing-keys.service';
+import { stopTracing } from './telemetry/tracing';
 
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
@@ -40,6 +43,7 @@ async function bootstrap(): Promise<void> {
     drain
       .begin()
       .then(() => app.close())
+      .then(() => stopTracing())
       .then(
         () => process.exit(0),
         (error: unknown) => {

@@ -25,7 +25,7 @@ export interface DemoData {
 }
 
 /**
- * Outside production, on an empty database: a demo admin and a trusted demo client, shown once, and sample people
+ * Outside production, on an empty database: a demo admin and a demo client, shown once, and sample people
  * with orders ({@link samplePeople}). The sample people share one argon2id hash of a random password nobody is
  * told (they are there to be listed, not to sign in), so seeding costs one hash, not 36; they are written through
  * the users' and orders' entities directly, as a seeder of a development database may.
@@ -106,7 +106,8 @@ export class DemoDataService {
     const adminPassword = randomSecret(12);
     await this.users.create({ email: adminEmail, password: adminPassword, name: 'Demo Admin', gender: 'other', age: 30, role: 'admin' });
     const redirectUri = `${this.config.issuer}/demo/callback`;
-    const client = await this.clients.create({ name: 'Demo Client', redirectUris: [redirectUri], trusted: true });
+    // Not trusted, so that a newcomer's first flow shows every page, the consent page included (once: it is remembered).
+    const client = await this.clients.create({ name: 'Demo Client', redirectUris: [redirectUri], trusted: false });
     await this.seedSamplePeople();
     const url = new URL(`${this.config.issuer}/authorize`);
     url.search = new URLSearchParams({

@@ -4,6 +4,7 @@ import { AppLogger } from './app-logger';
 import pino from 'pino';
 import pinoPretty from 'pino-pretty';
 import { AppConfig } from '../config/app-config';
+import { traceLogFields, tracingEnabled } from '../telemetry/tracing';
 
 /** The one pino instance: application logs (through nestjs-pino's Logger) and the access log both write to it. */
 export const ROOT_LOGGER = Symbol('ROOT_LOGGER');
@@ -47,11 +48,14 @@ const destinationProvider = {
       : pino.destination({ dest: 1, sync: false, minLength: 8192, periodicFlush: 250 }),
 };
 
+/** With tracing on, every line written while a span is active carries its trace and span ids. */
+const traceCorrelation = (): pino.LoggerOptions => (tracingEnabled() ? { mixin: traceLogFields } : {});
+
 const rootLoggerProvider = {
   provide: ROOT_LOGGER,
   inject: [AppConfig, LOG_DESTINATION],
   useFactory: (config: AppConfig, destination: pino.DestinationStream) =>
-    pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } }, destination),
+    pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' }, ...traceCorrelation() }, destination),
 };
 
 /**
@@ -62,7 +66,8 @@ const rootLoggerProvider = {
 const accessLoggerProvider = {
   provide: ACCESS_LOGGER,
   inject: [AppConfig, LOG_DESTINATION],
-  useFactory: (config: AppConfig, destination: pino.DestinationStream) => pino({ level: config.logLevel }, destination),
+  useFactory: (config: AppConfig, destination: pino.DestinationStream) =>
+    pino({ level: config.logLevel, ...traceCorrelation() }, destination),
 };
 
 /** The pino instances and their shared destination: one of each per application, for every module (global). */

@@ -1,99 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
+import { codeFlow, demoFrom } from '../support/live-service';
 import { ROOT, type RunningService, buildOnce, runToExit, serverPort, startService, tempSqliteUrl } from '../support/service-process';
 import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
-
-interface Demo {
-  password: string;
-  clientId: string;
-  clientSecret: string;
-}
-
-function demoFrom(output: string): Demo {
-  const password = /admin login:\s+admin@example\.com \/ (\S+)/.exec(output)?.[1];
-  const clientId = /client_id:\s+(\S+)/.exec(output)?.[1];
-  const clientSecret = /client_secret:\s+(\S+)/.exec(output)?.[1];
-  if (!password || !clientId || !clientSecret) throw new Error(`no demo data in output:\n${output}`);
-  return { password, clientId, clientSecret };
-}
-
-function cookiesOf(res: Response): string[] {
-  return res.headers.getSetCookie().map((c) => c.split(';')[0]);
-}
-
-/** The whole code flow as a browser and a client would drive it; returns every secret it saw. */
-async function codeFlow(baseUrl: string, demo: Demo) {
-  const verifier = randomBytes(32).toString('base64url');
-  const challenge = createHash('sha256').update(verifier).digest('base64url');
-  const redirectUri = `${baseUrl}/demo/callback`;
-  const authorize = `/authorize?${new URLSearchParams({
-    response_type: 'code',
-    client_id: demo.clientId,
-    redirect_uri: redirectUri,
-    scope: 'users:read orders:read orders:write',
-    state: 'st-1',
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-  })}`;
-  const first = await fetch(baseUrl + authorize, { redirect: 'manual' });
-  expect(first.status).toBe(302);
-  const loginUrl = first.headers.get('location')!;
-  const form = await fetch(new URL(loginUrl, baseUrl), { redirect: 'manual' });
-  const html = await form.text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1];
-  const returnTo = /name="return_to" value="([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
-  const loginCookies = cookiesOf(form);
-  const login = await fetch(`${baseUrl}/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: loginCookies.join('; ') },
-    body: new URLSearchParams({ email: 'admin@example.com', password: demo.password, csrf, return_to: returnTo }),
-  });
-  expect(login.status).toBe(303);
-  const session = cookiesOf(login).find((c) => c.startsWith('oauth_session='))!;
-  const second = await fetch(new URL(login.headers.get('location')!, baseUrl), { redirect: 'manual', headers: { cookie: session } });
-  expect(second.status).toBe(302);
-  const code = new URL(second.headers.get('location')!).searchParams.get('code')!;
-  const basic = `Basic ${Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64')}`;
-  const tokenRes = await fetch(`${baseUrl}/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }),
-  });
-  expect(tokenRes.status).toBe(200);
-  const tokens = (await tokenRes.json()) as { access_token: string; refresh_token: string };
-  const refreshed = await fetch(`${baseUrl}/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
-  });
-  expect(refreshed.status).toBe(200);
-  const next = (await refreshed.json()) as { access_token: string; refresh_token: string };
-  const api = await fetch(`${baseUrl}/api/resource`, { headers: { authorization: `Bearer ${next.access_token}` } });
-  expect(api.status).toBe(200);
-  return {
-    accessToken: next.access_token,
-    secrets: [
-      demo.password,
-      demo.clientSecret,
-      verifier,
-      code,
-      csrf,
-      session.split('=')[1],
-      tokens.access_token,
-      tokens.refresh_token,
-      next.access_token,
-      next.refresh_token,
-    ],
-    userIdFrom: async () => ((await api.clone().json()) as { data: { sub: string } }).data.sub,
-    api,
-  };
-}
 
 /** What a service wrote after its start: the demo credentials are printed there once, on purpose; every log line after it must be clean. */
 function logsAfterBanner(output: string): string {
@@ -122,10 +35,15 @@ describe('the built service', () => {
     it('writes one JSON line per request and never a password, secret, code, cookie or token', async () => {
       const demo = demoFrom(svc.output());
       const flow = await codeFlow(svc.baseUrl, demo);
+      // The demo client is not trusted: a newcomer's first flow shows the consent page, the next one remembers it.
+      expect(flow.consentShown).toBe(true);
+      expect((await codeFlow(svc.baseUrl, demo)).consentShown).toBe(false);
       // A request's line is written when its response has finished; give the last one a moment.
       for (let i = 0; i < 40 && !svc.output().includes('"path":"/api/resource"'); i++) await new Promise((r) => setTimeout(r, 50));
       const afterBanner = logsAfterBanner(svc.output());
       for (const secret of flow.secrets) expect(afterBanner).not.toContain(secret);
+      // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: no trace fields (see tracing.e2e-spec.ts).
+      expect(afterBanner).not.toContain('trace_id');
 
       const lines = afterBanner
         .split('\n')

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import { orderBody } from './factories';
 
 /** The built service driven from outside, as a browser and the demo client would: for the process-level suites. */
@@ -22,6 +23,110 @@ const cookieOf = (res: Response, name: string) =>
     .getSetCookie()
     .map((c) => c.split(';')[0])
     .find((c) => c.startsWith(`${name}=`));
+
+export function cookiesOf(res: Response): string[] {
+  return res.headers.getSetCookie().map((c) => c.split(';')[0]);
+}
+
+const HTML_ENTITIES: Record<string, string> = { '&amp;': '&', '&quot;': '"', '&#39;': "'", '&lt;': '<', '&gt;': '>' };
+
+/**
+ * Answers the consent page the demo client gets on its first use (it is not trusted) as a person who clicks Allow:
+ * posts the form's hidden fields with `decision=allow`. Any other answer is returned as it is.
+ */
+export async function allowIfAsked(baseUrl: string, authorize: Response, cookie: string): Promise<Response> {
+  if (authorize.status !== 200) return authorize;
+  const html = await authorize.text();
+  const form = /<form method="post" action="\/authorize\/consent">([\s\S]*?)<\/form>/.exec(html);
+  if (!form) throw new Error(`no consent form in: ${html.slice(0, 300)}`);
+  const fields = new URLSearchParams();
+  for (const [, name, value] of form[1].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields.append(
+      name,
+      value.replace(/&(amp|quot|#39|lt|gt);/g, (e) => HTML_ENTITIES[e]),
+    );
+  }
+  fields.append('decision', 'allow');
+  return fetch(`${baseUrl}/authorize/consent`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    body: fields,
+  });
+}
+
+/**
+ * The whole code flow as a browser (sign-in, consent the first time) and the demo client would drive it, then a
+ * refresh and GET /api/resource; returns every secret it saw.
+ */
+export async function codeFlow(baseUrl: string, demo: Demo) {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const redirectUri = `${baseUrl}/demo/callback`;
+  const authorize = `/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: demo.clientId,
+    redirect_uri: redirectUri,
+    scope: 'users:read orders:read orders:write',
+    state: 'st-1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })}`;
+  const first = await fetch(baseUrl + authorize, { redirect: 'manual' });
+  expect(first.status).toBe(302);
+  const loginUrl = first.headers.get('location')!;
+  const form = await fetch(new URL(loginUrl, baseUrl), { redirect: 'manual' });
+  const html = await form.text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1];
+  const returnTo = /name="return_to" value="([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&');
+  const login = await fetch(`${baseUrl}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookiesOf(form).join('; ') },
+    body: new URLSearchParams({ email: 'admin@example.com', password: demo.password, csrf, return_to: returnTo }),
+  });
+  expect(login.status).toBe(303);
+  const session = cookiesOf(login).find((c) => c.startsWith('oauth_session='))!;
+  const second = await fetch(new URL(login.headers.get('location')!, baseUrl), { redirect: 'manual', headers: { cookie: session } });
+  const answered = await allowIfAsked(baseUrl, second, session);
+  expect([302, 303]).toContain(answered.status);
+  const code = new URL(answered.headers.get('location')!).searchParams.get('code')!;
+  const basic = `Basic ${Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64')}`;
+  const tokenRes = await fetch(`${baseUrl}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }),
+  });
+  expect(tokenRes.status).toBe(200);
+  const tokens = (await tokenRes.json()) as { access_token: string; refresh_token: string };
+  const refreshed = await fetch(`${baseUrl}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
+  });
+  expect(refreshed.status).toBe(200);
+  const next = (await refreshed.json()) as { access_token: string; refresh_token: string };
+  const api = await fetch(`${baseUrl}/api/resource`, { headers: { authorization: `Bearer ${next.access_token}` } });
+  expect(api.status).toBe(200);
+  return {
+    accessToken: next.access_token,
+    consentShown: second.status === 200,
+    secrets: [
+      demo.password,
+      demo.clientSecret,
+      verifier,
+      code,
+      csrf,
+      session.split('=')[1],
+      tokens.access_token,
+      tokens.refresh_token,
+      next.access_token,
+      next.refresh_token,
+    ],
+    userIdFrom: async () => ((await api.clone().json()) as { data: { sub: string } }).data.sub,
+    api,
+  };
+}
 
 /** An answer that is not the flow's: what the load loop records. */
 export interface Failure {
@@ -96,8 +201,9 @@ export class Driver {
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       code_challenge_method: 'S256',
     });
-    const authorize = await fetch(`${this.baseUrl}/authorize?${query}`, { redirect: 'manual', headers: { cookie: this.session } });
-    await expectStatus(authorize, 302);
+    const asked = await fetch(`${this.baseUrl}/authorize?${query}`, { redirect: 'manual', headers: { cookie: this.session } });
+    const authorize = await allowIfAsked(this.baseUrl, asked, this.session);
+    if (authorize.status !== 303) await expectStatus(authorize, 302);
     const code = new URL(authorize.headers.get('location')!).searchParams.get('code');
     if (!code) {
       this.session = '';
