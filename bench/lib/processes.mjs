@@ -295,6 +295,18 @@ function parseDemo(text) {
 }
 
 /**
+ * The flows measure a trusted client (no consent page), as oidc-provider's peer is set up; the demo client is not
+ * trusted (a newcomer sees the consent page once), so the bench registers its own through the CLI.
+ */
+function trustedClient(env, issuer) {
+  const cli = path.join(path.dirname(serviceMain), 'cli.js');
+  const args = ['client:create', '--name', 'Bench Client', '--redirect-uri', `${issuer}/demo/callback`, '--trusted'];
+  const out = execFileSync(process.execPath, [cli, ...args], { env: { ...env, LOG_LEVEL: 'silent' }, encoding: 'utf8' });
+  const client = JSON.parse(out);
+  return { clientId: client.client_id, clientSecret: client.client_secret };
+}
+
+/**
  * Starts `node <package.json config.nodeOptions> <BENCH_SERVICE_NODE_ARGS> dist/src/main.js` pinned to the server
  * CPU and waits until /health/ready answers. On a fresh database (`expectDemo`) it also waits for the demo
  * credentials the service prints once.
@@ -310,6 +322,7 @@ export async function startService({ name, port, databaseUrl, expectDemo }) {
       const deadline = Date.now() + 10_000;
       while (!(demo = parseDemo(proc.head)) && Date.now() < deadline && !proc.exited) await sleep(50);
       if (!demo) throw new Error('the service did not print the demo credentials');
+      demo = { ...demo, ...trustedClient(env, issuer) };
     }
     return { proc, issuer, port, demo, pid: proc.pid };
   } catch (error) {

@@ -1,4 +1,5 @@
-import { trace } from '@opentelemetry/api';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { type Span, trace } from '@opentelemetry/api';
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 
 /** The service's name in traces unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) names it. */
@@ -25,7 +26,7 @@ export function tracingEnabled(): boolean {
 
 /**
  * Starts the OpenTelemetry SDK with OTLP trace export when {@link tracingRequested}: spans for HTTP requests
- * (with their Express route), Nest handlers (see `HandlerSpanInterceptor`) and PostgreSQL statements, exported as
+ * (named by their Express route), Nest handlers (see `HandlerSpanInterceptor`) and PostgreSQL statements, exported as
  * the OTEL_* variables say (protocol, headers, sampler, resource). It must run before `http`, `express` and `pg` are
  * first loaded, which the instrumentations hook. With tracing off nothing of the SDK is loaded.
  */
@@ -35,8 +36,6 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
      instrumentations must be in place before the application's imports load the modules they hook. */
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
   const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
-  const { ExpressInstrumentation, ExpressLayerType } =
-    require('@opentelemetry/instrumentation-express') as typeof import('@opentelemetry/instrumentation-express');
   const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   /* eslint-enable @typescript-eslint/no-require-imports */
   const named = Boolean(env.OTEL_SERVICE_NAME) || /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
@@ -44,9 +43,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
     // NodeSDK's serviceName wins over the variables, so it is given only when they name none.
     serviceName: named ? undefined : SERVICE_NAME,
     instrumentations: [
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?')[0]) }),
-      // The request handler's span, with the route; not one span per middleware (helmet, body parsers) per request.
-      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?')[0]),
+        applyCustomAttributesOnSpan: nameByRoute,
+      }),
       // Statements of background jobs (revocation sync, retention) would each be a trace of their own: only those
       // made for a request are traced. Parameters are never recorded (enhancedDatabaseReporting is off).
       new PgInstrumentation({ requireParentSpan: true }),
@@ -56,9 +56,18 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
     logRecordProcessors: [],
   });
   sdk.start();
-  // Nest's Express adapter is an ES module, whose `import express` the require hook above does not see; it gets the
-  // same exports as a CommonJS require made first, though, and this one is made under the hook.
-  require('express'); // eslint-disable-line @typescript-eslint/no-require-imports -- see above
+}
+
+/**
+ * Names a server span by the route Express matched (`POST /token`, `GET /users/:id`), as OpenTelemetry's Express
+ * instrumentation would, and sets `http.route`: Express sets `req.route` on the request the span was made for.
+ * (That instrumentation is not used: it wraps every middleware layer, and would not see Nest's ESM import of Express.)
+ */
+function nameByRoute(span: Span, request: IncomingMessage | ClientRequest): void {
+  const route = (request as { route?: { path?: unknown } }).route?.path;
+  if (typeof route !== 'string') return;
+  span.setAttribute('http.route', route);
+  span.updateName(`${(request as IncomingMessage).method} ${route}`);
 }
 
 /** Sends the spans still buffered and stops the SDK (at shutdown); nothing when tracing is off. */
