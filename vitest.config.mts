@@ -13,8 +13,10 @@ const OWN_GRAPH = ['test/e2e/statement-count.e2e-spec.ts'];
 export default defineConfig({
   test: {
     environment: 'node',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Limits for a hang, not for speed: the suite stays green with a second one running beside it on this machine's
+    // two cores, where a child process's start or a CLI call takes two to three times as long.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     execArgv: nodeFlags.split(' ').filter(Boolean),
     maxWorkers: 2,

@@ -70,5 +70,5 @@ describe('a PostgreSQL outage', () => {
       .set('Authorization', `Bearer ${token}`)
       .send(orderBody({ item: 'after outage' }));
     expect(after.status).toBe(201);
-  }, 90_000);
+  }, 180_000);
 });

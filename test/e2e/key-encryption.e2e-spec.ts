@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce, runToExit } from '../support/service-process';
+import { CLI, buildOnce, runToExit } from '../support/service-process';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 
 const K1 = randomBytes(32).toString('base64');
@@ -17,7 +17,7 @@ async function publishedKids(t: TestApp): Promise<string[]> {
 }
 
 function reencrypt(db: TestDatabase, env: Record<string, string>) {
-  const run = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', ...env }, ['dist/src/cli.js', 'keys:reencrypt']);
+  const run = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', ...env }, [CLI, 'keys:reencrypt']);
   return { ...run, lines: run.output.trim().split('\n') };
 }
 

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
 import { codeFlow, demoFrom } from '../support/live-service';
-import { ROOT, type RunningService, buildOnce, runToExit, serverPort, startService, tempSqliteUrl } from '../support/service-process';
+import { CLI, ROOT, type RunningService, buildOnce, runToExit, serverPort, startService, tempSqliteUrl } from '../support/service-process';
 import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
@@ -15,7 +15,7 @@ function logsAfterBanner(output: string): string {
 }
 
 describe('the built service', () => {
-  beforeAll(() => buildOnce(), 120_000);
+  beforeAll(() => buildOnce());
 
   describe('logs and shutdown', () => {
     let svc: RunningService;
@@ -101,7 +101,7 @@ describe('the built service', () => {
         const orderId = JSON.parse(answered.body).id as string;
         const res = await fetch(`${again.baseUrl}/health/ready`);
         expect(res.status).toBe(200);
-        const { status } = runToExit({ DATABASE_URL: db.url }, ['dist/src/cli.js', 'keys:rotate']);
+        const { status } = runToExit({ DATABASE_URL: db.url }, [CLI, 'keys:rotate']);
         expect(status).toBe(0);
         expect(orderId).toMatch(/^[0-9a-f-]{36}$/);
         const count = runToExit({ DATABASE_URL: db.url }, [
@@ -114,7 +114,7 @@ describe('the built service', () => {
         again.child.kill('SIGTERM');
         expect(await again.exit).toBe(0);
       }
-    }, 60_000);
+    }, 180_000);
   });
 
   it('writes human-readable lines with LOG_FORMAT=pretty, and never a token there either', async () => {
@@ -243,7 +243,7 @@ describe('the built service', () => {
 
     it('creates a user and prints it as one JSON object without the password', () => {
       const { status, output } = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
-        'dist/src/cli.js',
+        CLI,
         'user:create',
         '--email',
         'Cli.User@example.com',
@@ -266,7 +266,7 @@ describe('the built service', () => {
 
     it('lists users and clients as JSON pages, and resets a password so that only the new one verifies', () => {
       const env = { DATABASE_URL: db.url, LOG_LEVEL: 'silent' };
-      const users = runToExit(env, ['dist/src/cli.js', 'user:list', '--sort', 'email', '--limit', '5']);
+      const users = runToExit(env, [CLI, 'user:list', '--sort', 'email', '--limit', '5']);
       expect(users.status).toBe(0);
       const page = JSON.parse(users.output);
       expect(page.page).toEqual({ limit: 5, offset: 0, total: 1 });
@@ -274,14 +274,7 @@ describe('the built service', () => {
       expect(page.data[0]).toMatchObject({ email: 'Cli.User@example.com', role: 'admin' });
       expect(Object.keys(page.data[0]).sort()).toEqual(['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt']);
 
-      const reset = runToExit(env, [
-        'dist/src/cli.js',
-        'user:set-password',
-        '--email',
-        'cli.user@example.com',
-        '--password',
-        'a new long password',
-      ]);
+      const reset = runToExit(env, [CLI, 'user:set-password', '--email', 'cli.user@example.com', '--password', 'a new long password']);
       expect(reset.status).toBe(0);
       expect(JSON.parse(reset.output)).toMatchObject({ id: page.data[0].id, email: 'Cli.User@example.com' });
       const verified = runToExit(env, [
@@ -291,26 +284,12 @@ describe('the built service', () => {
           `Promise.all([a.verify(h,'a new long password'),a.verify(h,'a long enough password')]).then(r=>process.stdout.write(JSON.stringify(r)))`,
       ]);
       expect(JSON.parse(verified.output)).toEqual([true, false]);
-      const unknown = runToExit(env, [
-        'dist/src/cli.js',
-        'user:set-password',
-        '--email',
-        'nobody@example.com',
-        '--password',
-        'a new long password',
-      ]);
+      const unknown = runToExit(env, [CLI, 'user:set-password', '--email', 'nobody@example.com', '--password', 'a new long password']);
       expect({ status: unknown.status, output: unknown.output.trim() }).toEqual({ status: 1, output: 'error: No such user.' });
 
-      const created = runToExit(env, [
-        'dist/src/cli.js',
-        'client:create',
-        '--name',
-        'Listed',
-        '--redirect-uri',
-        'https://app.example.com/cb',
-      ]);
+      const created = runToExit(env, [CLI, 'client:create', '--name', 'Listed', '--redirect-uri', 'https://app.example.com/cb']);
       expect(created.status).toBe(0);
-      const clients = runToExit(env, ['dist/src/cli.js', 'client:list']);
+      const clients = runToExit(env, [CLI, 'client:list']);
       expect(clients.status).toBe(0);
       const listed = JSON.parse(clients.output);
       expect(listed.page).toEqual({ limit: 20, offset: 0, total: 1 });
@@ -320,7 +299,7 @@ describe('the built service', () => {
 
     it('rejects bad input with a message and a non-zero exit', () => {
       const { status, output } = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
-        'dist/src/cli.js',
+        CLI,
         'user:create',
         '--email',
         'not-an-email',
@@ -340,7 +319,7 @@ describe('the built service', () => {
 
     it('creates confidential and public clients; the secret is shown only for confidential ones', () => {
       const confidential = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
-        'dist/src/cli.js',
+        CLI,
         'client:create',
         '--name',
         'Web app',
@@ -369,7 +348,7 @@ describe('the built service', () => {
       expect(c.client_secret).toMatch(/^[A-Za-z0-9_-]{43,}$/);
 
       const pub = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [
-        'dist/src/cli.js',
+        CLI,
         'client:create',
         '--name',
         'Mobile',
@@ -386,7 +365,7 @@ describe('the built service', () => {
     });
 
     it('keeps stdout to the one JSON answer at the default log level: its audit line goes to stderr', () => {
-      const args = ['dist/src/cli.js', 'client:create', '--name', 'Logged', '--redirect-uri', 'https://logged.example/cb'];
+      const args = [CLI, 'client:create', '--name', 'Logged', '--redirect-uri', 'https://logged.example/cb'];
       const run = spawnSync(process.execPath, args, {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', DATABASE_URL: db.url, LOG_LEVEL: 'info' },
@@ -403,7 +382,7 @@ describe('the built service', () => {
     });
 
     it("changes a client's scopes and redirect URIs, and refuses an unknown client or scope in one line", () => {
-      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', ...args]);
+      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [CLI, ...args]);
       const created = cli(
         'client:create',
         '--name',
@@ -463,7 +442,7 @@ describe('the built service', () => {
     });
 
     it('registers a service client with --grant client_credentials (no redirect URI) and a client with --refresh-grace; refuses --public service clients and a malformed grace', () => {
-      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', ...args]);
+      const cli = (...args: string[]) => runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [CLI, ...args]);
       const created = cli('client:create', '--name', 'Nightly export', '--grant', 'client_credentials', '--scope', 'users:read');
       const graceful = cli('client:create', '--name', 'Mobile', '--redirect-uri', 'https://m.example/cb', '--refresh-grace', '10');
       expect(graceful.status, graceful.output).toBe(0);
@@ -486,7 +465,7 @@ describe('the built service', () => {
     });
 
     it('rotates the signing key and publishes old and new keys', async () => {
-      const rotated = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, ['dist/src/cli.js', 'keys:rotate']);
+      const rotated = runToExit({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, [CLI, 'keys:rotate']);
       expect(rotated.status).toBe(0);
       const { kid } = JSON.parse(rotated.output) as { kid: string };
       const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' });
@@ -501,7 +480,7 @@ describe('the built service', () => {
     });
 
     it('refuses an unknown command', () => {
-      const { status, output } = runToExit({ DATABASE_URL: db.url }, ['dist/src/cli.js', 'users:nuke']);
+      const { status, output } = runToExit({ DATABASE_URL: db.url }, [CLI, 'users:nuke']);
       expect(status).toBe(1);
       expect(output).toContain('unknown command');
     });

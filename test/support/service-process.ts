@@ -14,8 +14,17 @@ export const NODE_FLAGS: string[] = (
   .split(' ')
   .filter(Boolean);
 
-const STAMP = join(ROOT, 'dist', '.build-stamp');
-const LOCK = join(ROOT, 'dist', '.build-lock');
+/**
+ * The tests' own build of the service, beside dist/ and not in it: `npm start` or `npm run build` in the same clone
+ * (which empty dist/ first) cannot pull modules from under a running suite.
+ */
+const BUILD_DIR = '.test-build';
+/** The built service and its command line, relative to {@link ROOT} (the child processes' working directory). */
+export const MAIN = `${BUILD_DIR}/src/main.js`;
+export const CLI = `${BUILD_DIR}/src/cli.js`;
+
+const STAMP = join(ROOT, BUILD_DIR, '.build-stamp');
+const LOCK = join(ROOT, BUILD_DIR, '.build-lock');
 /** A lock older than this was left by a build that died: taken over. */
 const STALE_LOCK_MS = 5 * 60_000;
 
@@ -33,14 +42,14 @@ function buildIsCurrent(): boolean {
 }
 
 /**
- * Makes sure dist/ holds a build of the current sources, for the test files that run the real service or its command
+ * Makes sure {@link BUILD_DIR} holds a build of the current sources, for the test files that run the real service or its command
  * line as a child process. It builds only when a source changed since the last build made here, and one build at a
  * time across the suite's workers (a directory as lock): rebuilding while another test file's child process loads
- * dist/ would hand it half-written modules.
+ * the build would hand it half-written modules.
  */
 export function buildOnce(): void {
   if (buildIsCurrent()) return;
-  mkdirSync(join(ROOT, 'dist'), { recursive: true });
+  mkdirSync(join(ROOT, BUILD_DIR), { recursive: true });
   const deadline = Date.now() + 2 * STALE_LOCK_MS;
   for (;;) {
     try {
@@ -48,14 +57,14 @@ export function buildOnce(): void {
       break;
     } catch {
       if (existsSync(LOCK) && Date.now() - statSync(LOCK).mtimeMs > STALE_LOCK_MS) rmSync(LOCK, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error('another test worker has been building dist/ for too long');
+      if (Date.now() > deadline) throw new Error(`another test worker has been building ${BUILD_DIR}/ for too long`);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
     }
   }
   try {
     if (buildIsCurrent()) return;
     const started = Date.now();
-    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD_DIR], { cwd: ROOT, stdio: 'inherit' });
     // The stamp says which sources the build saw: those as of when it started.
     writeFileSync(STAMP, '');
     utimesSync(STAMP, started / 1000, started / 1000);
@@ -110,13 +119,13 @@ export interface RunningService {
 }
 
 /**
- * Starts `node dist/src/main.js` and waits for its `ready` line; stdout and stderr are captured. On `port` when given
+ * Starts the built service ({@link MAIN}) and waits for its `ready` line; stdout and stderr are captured. On `port` when given
  * (the same issuer as an earlier run: its tokens stay valid), else on a free one.
  */
 export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
   port ??= await serverPort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [...NODE_FLAGS, 'dist/src/main.js'], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', PORT: String(port), ISSUER: baseUrl, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,7 +134,7 @@ export async function startService(env: Record<string, string>, port?: number): 
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     if (Date.now() > deadline) throw new Error(`service did not start:\n${out}`);
@@ -137,13 +146,13 @@ export async function startService(env: Record<string, string>, port?: number): 
 }
 
 /** Runs the service to completion (for configuration errors) and returns its exit code and output. */
-export function runToExit(env: Record<string, string>, args = ['dist/src/main.js']): { status: number | null; output: string } {
+export function runToExit(env: Record<string, string>, args = [MAIN]): { status: number | null; output: string } {
   try {
     const stdout = execFileSync(process.execPath, args, {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 30_000,
+      timeout: 90_000,
     });
     return { status: 0, output: stdout.toString() };
   } catch (error) {
