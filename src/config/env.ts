@@ -29,19 +29,36 @@ export function configProvider<T>(type: ConfigClass<T>): FactoryProvider<T> {
 
 /**
  * Builds every registered configuration once, before the application starts, so that bad variables stop the start
- * with one line naming them all (the first of each module's). Modules register theirs when their files are imported.
+ * with one line naming them all. Modules register theirs when their files are imported.
  */
 export function validateConfiguration(env: Env): void {
+  const problems = [...registry].flatMap((type) => problemsOf(type, env));
+  if (problems.length) throw new ConfigError(problems.join('; '));
+}
+
+/**
+ * Every bad variable of one module. A module's constructor stops at its first; each message starts with the variable
+ * it is about, so that variable is set aside (as if unset) and the module is built again, until it builds or a
+ * message is about a variable already set aside (a rule between two variables, a requirement of production).
+ */
+export function problemsOf(type: ConfigClass, env: Env): string[] {
   const problems: string[] = [];
-  for (const type of registry) {
+  const setAside: string[] = [];
+  let rest = env;
+  for (;;) {
     try {
-      new type(env);
+      new type(rest);
+      return problems;
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
+      if (setAside.some((name) => new RegExp(`\\b${name}\\b`).test(error.message))) return problems;
       problems.push(error.message);
+      const variable = /^[A-Z][A-Z0-9_]*/.exec(error.message)?.[0];
+      if (!variable || !type.variables.includes(variable)) return problems;
+      setAside.push(variable);
+      rest = { ...rest, [variable]: undefined };
     }
   }
-  if (problems.length) throw new ConfigError(problems.join('; '));
 }
 
 /** Every environment variable the registered modules read. */
