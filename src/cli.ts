@@ -1,3 +1,4 @@
+import './compile-cache';
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module';

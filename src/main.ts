@@ -1,4 +1,5 @@
-// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http, express and pg before anything loads them.
+import './compile-cache';
+// Next: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http and pg before anything loads them.
 import './telemetry/start';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
