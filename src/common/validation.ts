@@ -39,14 +39,29 @@ function refusedFields(value: unknown, prefix = '', depth = 0, out: FieldError[]
 }
 
 /**
+ * Query parameters given more than once (`?q=a&q=b`, which Express makes an array) where the route takes one
+ * value: a DTO property not declared as an array (its `design:type`), or a single `@Query('q')` that is not one.
+ * Reported here for every route, so that no DTO reaches a service with an array it did not ask for.
+ */
+function repeatedParameters(value: unknown, metadata: ArgumentMetadata): FieldError[] {
+  if (metadata.type !== 'query' || value === null || typeof value !== 'object') return [];
+  const once = (field: string) => ({ field, message: `${field} must be given once` });
+  if (metadata.data) return Array.isArray(value) && metadata.metatype !== Array ? [once(metadata.data)] : [];
+  const prototype: object = metadata.metatype?.prototype ?? Object.prototype;
+  return Object.entries(value)
+    .filter(([key, given]) => Array.isArray(given) && Reflect.getMetadata('design:type', prototype, key) !== Array)
+    .map(([key]) => once(key));
+}
+
+/**
  * Reports `__proto__` / `constructor` / `prototype` keys as unknown fields (with every other bad field), where the
  * stock pipe would strip them silently and accept the request, and strings with control characters (see
- * {@link UNPRINTABLE}) or unpaired surrogates in any field, declared or not, so that no module's DTO has to
- * remember them.
+ * {@link UNPRINTABLE}) or unpaired surrogates in any field, declared or not, and repeated query parameters, so that
+ * no module's DTO has to remember them.
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    const errors = this.toValidate(metadata) ? refusedFields(value) : [];
+    const errors = [...repeatedParameters(value, metadata), ...(this.toValidate(metadata) ? refusedFields(value) : [])];
     if (errors.length === 0) return super.transform(value, metadata);
     try {
       await super.transform(value, metadata);

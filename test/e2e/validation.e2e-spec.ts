@@ -246,6 +246,24 @@ describe('input rules and the error format (RFC 9457)', () => {
     });
   });
 
+  describe('repeated query parameters', () => {
+    it('answers 400 naming each parameter given twice on the users and audit lists, with the message that says so', async () => {
+      const users = await t
+        .http()
+        .get('/users?limit=5&limit=6&sort=age&sort=name&offset=0')
+        .set(...auth(adminToken));
+      expect(expectValidationProblem(users, '/users', ['limit', 'sort'])).toEqual({
+        limit: 'limit must be given once',
+        sort: 'sort must be given once',
+      });
+      const audit = await t
+        .http()
+        .get('/admin/audit-events?client_id=a&client_id=b')
+        .set(...auth(adminToken));
+      expect(expectValidationProblem(audit, '/admin/audit-events', ['client_id'])).toEqual({ client_id: 'client_id must be given once' });
+    });
+  });
+
   describe('query values', () => {
     it.each([
       ['limit', ['0', '101', '-5', '1.5', '1e1', '0x10', 'abc', '', ' 5', '99999999999999999999']],
