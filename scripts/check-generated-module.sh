@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates a module into a scratch clone of this repository and checks it as a team would meet it: the generator
 # touches no existing file but src/features.ts, the result type-checks and lints, and the generated e2e suite passes
-# (with the route inventory and OpenAPI checks) on SQLite and, when TEST_DATABASE_URL is set, on PostgreSQL.
+# (with the suites that read every route: inventory, access rules, OpenAPI document, fuzzing) on SQLite and, when TEST_DATABASE_URL is set, on PostgreSQL.
 # Usage: scripts/check-generated-module.sh <reports-dir>   (writes generated-sqlite.json / generated-postgres.json)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,10 +25,26 @@ npx tsc -p tsconfig.json --noEmit || { echo "generated module does not type-chec
 npx eslint "src/$NAME" "test/e2e/$NAME.e2e-spec.ts" src/features.ts || { echo "generated module fails lint"; exit 1; }
 npx prettier --check "src/$NAME" "test/e2e/$NAME.e2e-spec.ts" src/features.ts || { echo "generated module is not formatted"; exit 1; }
 
-SUITES=("test/e2e/$NAME.e2e-spec.ts" test/e2e/route-inventory.e2e-spec.ts test/e2e/operations.e2e-spec.ts)
+# Its own suite, and every suite that reads the whole route table or OpenAPI document (a module adds to both).
+SUITES=("test/e2e/$NAME.e2e-spec.ts" test/e2e/route-inventory.e2e-spec.ts test/e2e/operations.e2e-spec.ts
+  test/e2e/openapi-document.e2e-spec.ts test/e2e/route-access.e2e-spec.ts test/e2e/fuzz.e2e-spec.ts test/e2e/validation.e2e-spec.ts)
 rc=0
 env -u TEST_DATABASE_URL npx vitest run "${SUITES[@]}" --reporter=default --reporter=json --outputFile.json="$REPORTS/generated-sqlite.json" || rc=1
 if [ -n "${TEST_DATABASE_URL:-}" ]; then
   npx vitest run "${SUITES[@]}" --reporter=default --reporter=json --outputFile.json="$REPORTS/generated-postgres.json" || rc=1
+fi
+
+# Left out of src/features.ts, the module's migrations would still run: the service must refuse to start, in one line.
+git checkout -q src/features.ts
+npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; exit 1; }
+out="$(env -u TEST_DATABASE_URL DATABASE_URL="sqlite:$WORK/unregistered.sqlite" PORT=0 LOG_LEVEL=silent node dist/src/main.js 2>&1)"
+status=$?
+expected="failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
+if [ "$status" -ne 1 ] || [ "$out" != "$expected" ]; then
+  echo "an unregistered module did not stop the start with one line (exit $status):"
+  echo "$out"
+  rc=1
+else
+  echo "an unregistered module stops the start: $out"
 fi
 exit $rc

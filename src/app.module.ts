@@ -6,6 +6,7 @@ import { CommonModule } from './common/common.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { RegisteredFeaturesCheck } from './database/registered-features.check';
 import { DemoModule } from './demo/demo.module';
 import { FEATURE_MODULES } from './features';
 import { HealthModule } from './health/health.module';
@@ -33,5 +34,7 @@ import { OAuthModule } from './oauth/oauth.module';
     HealthModule,
     DemoModule,
   ],
+  // The service refuses to start with a feature whose migrations run but whose module is left out.
+  providers: [RegisteredFeaturesCheck],
 })
 export class AppModule {}

@@ -15,6 +15,7 @@ import { type DemoData, DemoDataService } from './demo/demo-data.service';
 import { ShutdownDrain } from './health/shutdown-drain';
 import { ExpressHttpAdapter } from './common/express-adapter';
 import { KeyEncryptionError } from './keys/key-encryption';
+import { StartupCheckError } from './common/startup-check.error';
 import { ROOT_LOGGER } from './logging/logging.module';
 import { SigningKeysService } from './keys/signing-keys.service';
 import { stopTracing } from './telemetry/tracing';
@@ -88,6 +89,8 @@ bootstrap().catch((error: unknown) => {
   const database = databaseFailure(error, process.env.DATABASE_URL);
   if (error instanceof ConfigError || error instanceof KeyEncryptionError) {
     process.stderr.write(`configuration error: ${error.message}\n`);
+  } else if (error instanceof StartupCheckError) {
+    process.stderr.write(`failed to start: ${error.message}\n`);
   } else if (database) {
     process.stderr.write(`failed to start: ${database}\n`);
   } else {

@@ -277,7 +277,7 @@ const controller = (n) => `import { Body, Controller, Delete, Get, HttpCode, Par
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Scopes } from '../auth/auth.decorators';
-import { ApiProblems } from '../common/openapi';
+import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
 import { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
@@ -306,6 +306,7 @@ export class ${n.Plural}Controller {
   @Get(':${n.idParam}')
   @Scopes(${n.Plural}Scope.read)
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
+  @ApiUuidParams('${n.idParam}')
   @ApiProblems(404)
   get(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<${n.Singular}ResponseDto> {
     return this.${n.pluralVar}.get(id);
@@ -328,6 +329,7 @@ export class ${n.Plural}Controller {
   @Put(':${n.idParam}')
   @Scopes(${n.Plural}Scope.write)
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
+  @ApiUuidParams('${n.idParam}')
   @ApiProblems(404, 409, 413)
   update(
     @Param('${n.idParam}', UuidParamPipe) id: string,
@@ -341,6 +343,7 @@ export class ${n.Plural}Controller {
   @Scopes(${n.Plural}Scope.write)
   @HttpCode(204)
   @ApiNoContentResponse()
+  @ApiUuidParams('${n.idParam}')
   @ApiProblems(404)
   remove(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<void> {
     return this.${n.pluralVar}.remove(id);

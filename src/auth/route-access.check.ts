@@ -1,4 +1,5 @@
 import { Get, Injectable, type OnApplicationBootstrap, type Type } from '@nestjs/common';
+import { StartupCheckError } from '../common/startup-check.error';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from './auth.decorators';
 import { isScope } from './scopes';
@@ -63,7 +64,7 @@ export class RouteAccessCheck implements OnApplicationBootstrap {
       }
     }
     if (problems.length) {
-      throw new Error(`routes without a valid access declaration (every route needs one): ${problems.join('; ')}`);
+      throw new StartupCheckError(`routes without a valid access declaration (every route needs one): ${problems.join('; ')}`);
     }
   }
 }
