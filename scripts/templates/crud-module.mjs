@@ -276,7 +276,7 @@ function notFound(): DomainError {
 const controller = (n) => `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Scopes } from '../auth/auth.decorators';
+import { Roles, Scopes } from '../auth/auth.decorators';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -288,8 +288,9 @@ import { ${n.Plural}Scope } from './${n.plural}.scopes';
 import { ${n.Plural}Service } from './${n.plural}.service';
 
 /**
- * Every route declares its access (\`@Scopes\`, or \`@Public()\`; \`@Roles('admin')\` where only administrators may
- * call it) and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
+ * Every route declares its access (\`@Scopes\`, or \`@Public()\`), and every write route whose call it is:
+ * \`@Roles('admin')\` here (only administrators change the catalogue), or \`@AnyPerson()\` where any signed-in person
+ * may; and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
  */
 @ApiTags('${n.plural}')
 @Controller('${n.plural}')
@@ -314,6 +315,7 @@ export class ${n.Plural}Controller {
 
   @Post()
   @Scopes(${n.Plural}Scope.write)
+  @Roles('admin')
   @ApiCreatedResponse({ type: ${n.Singular}ResponseDto, description: 'Location: /${n.plural}/{id}' })
   @ApiProblems(409, 413)
   async create(
@@ -328,6 +330,7 @@ export class ${n.Plural}Controller {
 
   @Put(':${n.idParam}')
   @Scopes(${n.Plural}Scope.write)
+  @Roles('admin')
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404, 409, 413)
@@ -341,6 +344,7 @@ export class ${n.Plural}Controller {
 
   @Delete(':${n.idParam}')
   @Scopes(${n.Plural}Scope.write)
+  @Roles('admin')
   @HttpCode(204)
   @ApiNoContentResponse()
   @ApiUuidParams('${n.idParam}')
@@ -412,13 +416,16 @@ describe('${n.plural} API', () => {
   let t: TestApp;
   let reader: string;
   let writer: string;
+  let personWriter: string;
   let unrelated: string;
 
   beforeAll(async () => {
     t = await createTestApp();
     const user = await t.createUser();
+    const admin = await t.createUser({ role: 'admin' });
     reader = await t.token(user.id, [${n.Plural}Scope.read]);
-    writer = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    writer = await t.token(admin.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    personWriter = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
     unrelated = await t.token(user.id, ['users:read']);
   });
   afterAll(() => t.close());
@@ -458,6 +465,19 @@ describe('${n.plural} API', () => {
       const read = await t.http().get(res.headers.location).set(...bearer(reader));
       expect(read.status).toBe(200);
       expect(read.body).toEqual(res.body);
+    });
+
+    it('answers 403 to a person who is not an administrator, even with the write scope, and creates nothing', async () => {
+      const name = uniqueName('refused');
+      const res = await t
+        .http()
+        .post('/${n.plural}')
+        .set(...bearer(personWriter))
+        .send({ name });
+      expectProblem(res, 403, '/${n.plural}');
+      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
+      expect(list.body.page.total).toBeLessThan(100);
+      expect(list.body.data.map((item: { name: string }) => item.name)).not.toContain(name);
     });
 
     it('stores a left-out description as null', async () => {

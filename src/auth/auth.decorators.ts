@@ -10,11 +10,14 @@ export const SCOPES_KEY = 'auth:scopes';
 export const ANY_SCOPE_KEY = 'auth:anyScope';
 export const ROLES_KEY = 'auth:roles';
 export const CLIENT_TOKENS_KEY = 'auth:clientTokens';
+export const ANY_PERSON_KEY = 'auth:anyPerson';
 
 /*
  * Every route declares who may call it, in exactly one of three ways: `@Public()`, `@Scopes(...)` with at least
- * one scope, or `@AnyScope()`. The application refuses to start while a route declares none of them (or an empty
- * `@Scopes()`), and the bearer guard denies such a route should one ever be reached.
+ * one scope, or `@AnyScope()`; a protected route that writes (POST, PUT, PATCH, DELETE) also says whose call it
+ * is: `@Roles(...)`, or `@AnyPerson()` when any signed-in person may (on their own records). The application
+ * refuses to start while a route declares none of them (or an empty `@Scopes()`), naming its method and path, and
+ * the bearer guard denies such a route should one ever be reached.
  */
 
 /** Opts a route (or controller) out of the global bearer guard. */
@@ -57,3 +60,12 @@ export const Principal = createParamDecorator((_: unknown, ctx: ExecutionContext
   if (!principal) throw new Error('@Principal() used on a route without an authenticated caller');
   return principal;
 });
+
+/**
+ * Any signed-in person whose token has the route's scopes may call this write route; the handler decides whose
+ * records it acts on (the caller's own, or any for an administrator). The explicit alternative to `@Roles(...)`
+ * that every protected write route needs: forgetting both stops the start.
+ */
+export function AnyPerson() {
+  return applyDecorators(SetMetadata(ANY_PERSON_KEY, true), ApiExtension('x-any-person', true));
+}

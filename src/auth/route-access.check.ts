@@ -1,21 +1,53 @@
-import { Get, Injectable, type OnApplicationBootstrap, type Type } from '@nestjs/common';
+import { Controller, Injectable, type OnApplicationBootstrap, Post, RequestMethod, type Type } from '@nestjs/common';
 import { StartupCheckError } from '../common/startup-check.error';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from './auth.decorators';
+import { ANY_PERSON_KEY, ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from './auth.decorators';
 import { isScope } from './scopes';
 
-/**
- * The metadata keys that mark a method as a route handler, learnt from what Nest's own `@Get()` records on a probe
- * (Nest exports no route list and no name for these keys outside its internal entry point).
- */
-const ROUTE_KEYS: unknown[] = (() => {
+/** What Nest's own decorators record on a probe: the metadata keys of a route, and of its method and path. */
+const PROBE_PATH = 'probe-path';
+const PROBE = (() => {
   const probe = { handler() {} };
-  Get()(probe, 'handler', Object.getOwnPropertyDescriptor(probe, 'handler')!);
-  return Reflect.getMetadataKeys(probe.handler);
+  Post(PROBE_PATH)(probe, 'handler', Object.getOwnPropertyDescriptor(probe, 'handler')!);
+  @Controller(PROBE_PATH)
+  class ProbeController {}
+  const keys = Reflect.getMetadataKeys(probe.handler);
+  const keyOf = (target: object, value: unknown) => Reflect.getMetadataKeys(target).find((k) => Reflect.getMetadata(k, target) === value);
+  return {
+    routeKeys: keys,
+    methodKey: keyOf(probe.handler, RequestMethod.POST),
+    pathKey: keyOf(probe.handler, PROBE_PATH),
+    prefixKey: keyOf(ProbeController, PROBE_PATH),
+  };
 })();
 
+/**
+ * Whether a method is a route handler: it carries every key Nest's own `@Post()` records (Nest exports no route
+ * list and no name for these keys outside its internal entry point).
+ */
 function isRouteHandler(method: object): boolean {
-  return ROUTE_KEYS.length > 0 && ROUTE_KEYS.every((key) => Reflect.hasOwnMetadata(key, method));
+  return PROBE.routeKeys.length > 0 && PROBE.routeKeys.every((key) => Reflect.hasOwnMetadata(key, method));
+}
+
+const WRITES = new Set([RequestMethod.POST, RequestMethod.PUT, RequestMethod.PATCH, RequestMethod.DELETE]);
+
+/** A handler's HTTP method, as Nest's decorator recorded it. */
+function methodOf(handler: object): RequestMethod | undefined {
+  return PROBE.methodKey === undefined ? undefined : (Reflect.getMetadata(PROBE.methodKey, handler) as RequestMethod | undefined);
+}
+
+/** `POST /users/:userId/orders`: a route's method and path, for messages. */
+export function routeName(handler: object, controller: object): string {
+  const part = (target: object, key: unknown) => {
+    const value: unknown = key === undefined ? undefined : Reflect.getMetadata(key, target);
+    return (Array.isArray(value) ? value[0] : value) as string | undefined;
+  };
+  const path = [part(controller, PROBE.prefixKey), part(handler, PROBE.pathKey)]
+    .flatMap((p) => (p ?? '').split('/'))
+    .filter(Boolean)
+    .join('/');
+  const method = methodOf(handler);
+  return `${method === undefined ? '?' : RequestMethod[method]} /${path}`;
 }
 
 /** A route handler and its controller, as the guard and the start-up check read their metadata (handler first). */
@@ -27,6 +59,12 @@ export function accessDeclarationProblem(reflector: Reflector, targets: RouteTar
   const roles = reflector.getAllAndOverride<unknown>(ROLES_KEY, targets);
   if (roles !== undefined && (!Array.isArray(roles) || roles.length === 0 || roles.some((r) => typeof r !== 'string' || !r))) {
     return '@Roles() needs at least one role';
+  }
+  const anyPerson = reflector.getAllAndOverride<boolean>(ANY_PERSON_KEY, targets) === true;
+  if (roles !== undefined && anyPerson) return 'declares both @Roles(...) and @AnyPerson()';
+  const method = methodOf(targets[0]);
+  if (method !== undefined && WRITES.has(method) && roles === undefined && !anyPerson) {
+    return 'writes, and declares neither @Roles(...) nor @AnyPerson()';
   }
   const scopes = reflector.getAllAndOverride<unknown>(SCOPES_KEY, targets);
   const anyScope = reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true;
@@ -60,7 +98,7 @@ export class RouteAccessCheck implements OnApplicationBootstrap {
         const handler = prototype[name];
         if (!isRouteHandler(handler)) continue;
         const problem = accessDeclarationProblem(this.reflector, [handler, controller]);
-        if (problem) problems.push(`${controller.name}.${name}: ${problem}`);
+        if (problem) problems.push(`${routeName(handler, controller)} (${controller.name}.${name}) ${problem}`);
       }
     }
     if (problems.length) {

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import { Principal, Scopes } from '../auth/auth.decorators';
+import { AnyPerson, Principal, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -47,6 +47,8 @@ export class OrdersController {
 
   @Post()
   @Scopes(OrdersScope.write)
+  // A person orders for themselves; an administrator for anyone (OrdersService decides).
+  @AnyPerson()
   @ApiCreatedResponse({ type: OrderResponseDto, description: 'Location: /users/{userId}/orders/{id}' })
   @ApiProblems(404, 413, 415)
   async create(

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res }
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import { AcceptClientTokens, Principal, Roles, Scopes } from '../auth/auth.decorators';
+import { AcceptClientTokens, AnyPerson, Principal, Roles, Scopes } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -59,6 +59,8 @@ export class UsersController {
   @Put(':userId')
   @ApiUuidParams('userId')
   @Scopes(UsersScope.write)
+  // A person changes their own record; an administrator anyone's (UsersService decides).
+  @AnyPerson()
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404, 409, 413, 415)
   update(

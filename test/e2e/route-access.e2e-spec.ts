@@ -1,6 +1,6 @@
-import { Controller, Get, Module } from '@nestjs/common';
+import { Controller, Delete, Get, Module, Post } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
-import { AnyScope, Roles, Scopes } from '../../src/auth/auth.decorators';
+import { AnyPerson, AnyScope, Roles, Scopes } from '../../src/auth/auth.decorators';
 import { createTestApp, createTestDatabase } from '../support/test-app';
 
 // Team routes as a team might write them by mistake. Casts stand for what the type checker cannot stop: a call
@@ -55,6 +55,26 @@ class BothController {
   }
 }
 
+@Controller('widgets')
+class RoleForgottenController {
+  @Post()
+  @Scopes('users:write')
+  create(): string {
+    return 'anyone with the scope';
+  }
+}
+
+@Controller('team-role-and-person')
+class RoleAndPersonController {
+  @Delete(':id')
+  @Scopes('users:write')
+  @Roles('admin')
+  @AnyPerson()
+  remove(): string {
+    return 'which one';
+  }
+}
+
 const cases = [
   {
     controller: UndeclaredController,
@@ -65,6 +85,17 @@ const cases = [
   { controller: UnknownScopeController, handler: 'UnknownScopeController.typo', problem: 'unknown scopes: products:read' },
   { controller: EmptyRolesController, handler: 'EmptyRolesController.noRole', problem: '@Roles() needs at least one role' },
   { controller: BothController, handler: 'BothController.confused', problem: 'both @Scopes(...) and @AnyScope()' },
+  // A write route says whose call it is; the start names it by method and path.
+  {
+    controller: RoleForgottenController,
+    handler: 'POST /widgets (RoleForgottenController.create)',
+    problem: 'writes, and declares neither @Roles(...) nor @AnyPerson()',
+  },
+  {
+    controller: RoleAndPersonController,
+    handler: 'DELETE /team-role-and-person/:id (RoleAndPersonController.remove)',
+    problem: 'declares both @Roles(...) and @AnyPerson()',
+  },
 ];
 
 describe('start-up check of access declarations (fail closed)', () => {

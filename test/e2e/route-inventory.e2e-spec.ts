@@ -101,7 +101,11 @@ const PROTOCOL_ROUTES = [
   'DELETE /register/:clientId',
 ];
 
-/** The routes only an administrator may call (listing, creating and deleting users; the admin API for clients; the audit trail). */
+/**
+ * The contract's routes that only an administrator may call (listing, creating and deleting users; the admin API
+ * for clients; the audit trail). A module may add its own: which routes are admin-only is read from the routes'
+ * `@Roles()` and checked against what they answer.
+ */
 const ADMIN_ONLY = [
   'GET /users',
   'POST /users',
@@ -277,14 +281,20 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     for (const route of PROTOCOL_ROUTES) expect(routes.map(key)).toContain(route);
   });
 
-  it('restricts exactly the admin-only routes to administrators', () => {
-    expect(
-      routes
-        .filter((r) => r.roles !== undefined)
-        .map(key)
-        .sort(),
-    ).toEqual([...ADMIN_ONLY].sort());
-    for (const route of routes.filter((r) => r.roles !== undefined)) expect(route.roles, key(route)).toEqual(['admin']);
+  it("restricts the contract's admin-only routes, and every route declaring @Roles('admin'), to administrators: 403 to anyone else", async () => {
+    const declared = routes.filter((r) => r.roles !== undefined);
+    expect(declared.map(key)).toEqual(expect.arrayContaining(ADMIN_ONLY));
+    for (const route of declared) expect(route.roles, key(route)).toEqual(['admin']);
+    // A person with every scope but not the role: refused before the body or the record is looked at.
+    const person = await t.createUser();
+    const token = await t.token(person.id, allScopes());
+    const answered: string[] = [];
+    for (const route of declared) {
+      const path = route.path.replace(/:[A-Za-z]+/g, () => randomUUID());
+      const res = await t.http()[route.method.toLowerCase() as 'get'](path).set('Authorization', `Bearer ${token}`).send({});
+      if (res.status !== 403) answered.push(`${key(route)} -> ${res.status}`);
+    }
+    expect(answered).toEqual([]);
   });
 
   it('lets client-credentials tokens into exactly the approved routes', () => {

@@ -1,6 +1,6 @@
 import { Controller, Get, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { Principal, Scopes } from '../../../auth/auth.decorators';
+import { AnyPerson, Principal, Scopes } from '../../../auth/auth.decorators';
 import type { AuthPrincipal } from '../../../auth/principal';
 import { ApiProblems } from '../../../common/openapi';
 import { NoQueryParams } from '../../../common/validation';
@@ -29,6 +29,8 @@ export class UserInfoController {
   @Post()
   @HttpCode(200)
   @Scopes(OidcScope.openid)
+  // OpenID Connect's POST form of the read: the signed-in person's own claims.
+  @AnyPerson()
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ type: UserInfoResponseDto })
   post(@Principal() principal: AuthPrincipal, @NoQueryParams() _query: unknown): Promise<UserInfoResponseDto> {
