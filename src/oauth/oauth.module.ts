@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { JwtModule } from '@nestjs/jwt';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
+import { AuthConfig } from '../auth/auth.config';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
@@ -80,6 +81,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     oauthConfig,
     AppConfigModule.forFeature(RegistrationConfig),
     AppConfigModule.forFeature(ClientMetadataConfig),
+    // REVOCATION_SYNC_SECONDS: how long an instance keeps a client it has read (see ClientsService).
+    AppConfigModule.forFeature(AuthConfig),
     SafeFetchModule,
     // The signer's key comes from the keys module, by the kid in the token's header (see signingKeyProvider).
     JwtModule.registerAsync({

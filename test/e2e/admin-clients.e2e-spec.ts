@@ -128,6 +128,26 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
     expectProblem(await admin().get('/admin/clients/no-such-client'), 404, '/admin/clients/no-such-client');
   });
 
+  it('adds and removes scopes (PUT add_scope / remove_scope) without restating the others, and refuses what cannot be', async () => {
+    const created = (
+      await admin().post('/admin/clients', { name: 'Grows', redirect_uris: ['https://grows.example/cb'], scope: 'users:read' })
+    ).body;
+    const path = `/admin/clients/${created.client_id}`;
+    const added = await admin().put(path, { add_scope: 'orders:read orders:write' });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(added.body.scope).toBe('users:read orders:read orders:write');
+    const removed = await admin().put(path, { remove_scope: 'users:read', add_scope: 'openid' });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body.scope).toBe('orders:read orders:write openid');
+    expect((await admin().get(path)).body.scope).toBe('orders:read orders:write openid');
+    const both = await admin().put(path, { scope: 'users:read', add_scope: 'orders:read' });
+    expectProblem(both, 400, path);
+    expect(both.body.detail).toBe('scope replaces the scopes: give it, or add_scope / remove_scope, not both');
+    expectProblem(await admin().put(path, { add_scope: 'admin:everything' }), 400, path);
+    expectProblem(await admin().put(path, { remove_scope: 'orders:read orders:write openid' }), 400, path);
+    expect((await admin().get(path)).body.scope).toBe('orders:read orders:write openid');
+  });
+
   it('changes only the fields asked for, from the stored row: a change another instance made to another field stays', async () => {
     const created = await admin().post('/admin/clients', { name: 'Two instances', redirect_uris: ['https://two.example/cb'] });
     expect(created.status).toBe(201);

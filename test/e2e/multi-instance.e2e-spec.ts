@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
+import { ClientsService } from '../../src/oauth';
 import {
   NO_RATE_LIMITS,
   authorizeCode,
@@ -33,6 +34,20 @@ describe('several instances on one database', () => {
     expect(res.status).toBe(200);
     expect(await resourceStatus(a, res.body.access_token)).toBe(200);
     expect(await resourceStatus(b, res.body.access_token)).toBe(200);
+  });
+
+  it('applies a scope added at one instance there at once, and at the other within REVOCATION_SYNC_SECONDS', async () => {
+    const client = await registerClient(a, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'users:read' });
+    const asked = { grant_type: 'client_credentials', scope: 'users:read orders:read' };
+    // Both instances have read the client (and keep it) before the change.
+    expect((await token(a, client, asked)).body.error).toBe('invalid_scope');
+    expect((await token(b, client, asked)).body.error).toBe('invalid_scope');
+    await a.app.get(ClientsService).update(client.client_id, { addScope: 'orders:read' });
+    expect((await token(a, client, asked)).status).toBe(200);
+    await sleep(1_200);
+    const atB = await token(b, client, asked);
+    expect(atB.status, JSON.stringify(atB.body)).toBe(200);
+    expect(atB.body.scope).toBe('users:read orders:read');
   });
 
   it('lets exactly one of 20 concurrent redemptions of one code succeed, spread over two instances', async () => {

@@ -437,6 +437,14 @@ describe('the built service', () => {
       expect(cleared.status).toBe(0);
       expect(JSON.parse(cleared.output).post_logout_redirect_uris).toEqual([]);
 
+      // A scope a new module adds, granted without restating the others; and one taken away.
+      const added = cli('client:update', '--client-id', clientId, '--add-scope', 'orders:write users:read');
+      expect(added.status, added.output).toBe(0);
+      expect(JSON.parse(added.output).scope).toBe('users:read orders:read orders:write');
+      const removed = cli('client:update', '--client-id', clientId, '--remove-scope', 'orders:read');
+      expect(removed.status, removed.output).toBe(0);
+      expect(JSON.parse(removed.output).scope).toBe('users:read orders:write');
+
       for (const [args, message] of [
         [
           ['--client-id', clientId, '--clear-post-logout-redirect-uris', '--post-logout-redirect-uri', 'https://reports.example.com/bye'],
@@ -444,6 +452,12 @@ describe('the built service', () => {
         ],
         [['--client-id', 'no-such-client', '--scope', 'users:read'], 'error: no client with id "no-such-client"'],
         [['--client-id', clientId, '--scope', 'users:read admin:everything'], 'error: --scope must be a subset of:'],
+        [['--client-id', clientId, '--add-scope', 'admin:everything'], 'error: --add-scope must name scopes among:'],
+        [['--client-id', clientId, '--remove-scope', 'users:read orders:write'], 'error: --remove-scope would leave the client no scope'],
+        [
+          ['--client-id', clientId, '--scope', 'users:read', '--add-scope', 'orders:read'],
+          'error: --scope replaces the scopes: give it, or --add-scope / --remove-scope, not both',
+        ],
         [['--scope', 'users:read'], "error: required option '--client-id <id>' not specified"],
       ] as const) {
         const refused = cli('client:update', ...args);

@@ -3,10 +3,10 @@ import { RequestMethod, type Type } from '@nestjs/common';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { bearerChallenge } from '../support/oauth';
+import { bearerChallenge, registerClient, token } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
-import { allScopes } from '../../src/auth/scopes';
+import { allScopes, scopeRole } from '../../src/auth/scopes';
 import { NoQueryParamsPipe } from '../../src/common/validation';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -119,7 +119,10 @@ const ADMIN_ONLY = [
   'GET /admin/audit-events',
 ];
 
-/** The routes a client-credentials token (no user) may call; every other protected route acts for a person. */
+/**
+ * The contract's routes a client-credentials token (no user) may call; every other protected route acts for a
+ * person. A module may add its own with `@AcceptClientTokens()`: the test reads them from the declarations.
+ */
 const CLIENT_TOKEN_ROUTES = ['GET /api/resource', 'GET /users'];
 
 /** Reads a handler's `@Query()` parameter: a DTO class, or the pipe of `@NoQueryParams()`. */
@@ -297,15 +300,23 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     expect(answered).toEqual([]);
   });
 
-  it('lets client-credentials tokens into exactly the approved routes', () => {
+  it("lets client-credentials tokens into the routes declaring @AcceptClientTokens() (the contract's among them), and into no other", async () => {
     expect(CLIENT_TOKENS_KEY).toBe('auth:clientTokens');
-    expect(
-      routes
-        .filter((r) => r.clientTokens)
-        .map(key)
-        .sort(),
-    ).toEqual([...CLIENT_TOKEN_ROUTES].sort());
-    for (const route of routes.filter((r) => r.clientTokens)) expect(route.isPublic, key(route)).toBe(false);
+    const accepting = routes.filter((r) => r.clientTokens);
+    expect(accepting.map(key)).toEqual(expect.arrayContaining(CLIENT_TOKEN_ROUTES));
+    for (const route of accepting) expect(route.isPublic, key(route)).toBe(false);
+    // A service client allowed every scope no role is bound to: every other protected route refuses its token.
+    const scopes = allScopes().filter((s) => scopeRole(s) === undefined);
+    const service = await registerClient(t, { redirectUris: [], grantTypes: ['client_credentials'], scope: scopes.join(' ') });
+    const issued = await token(t, service, { grant_type: 'client_credentials' });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const admitted: string[] = [];
+    for (const route of routes.filter((r) => !r.isPublic && !r.clientTokens)) {
+      const path = route.path.replace(/:[A-Za-z]+/g, () => randomUUID());
+      const res = await t.http()[route.method.toLowerCase() as 'get'](path).set('Authorization', `Bearer ${issued.body.access_token}`);
+      if (res.status !== 403) admitted.push(`${key(route)} -> ${res.status}`);
+    }
+    expect(admitted).toEqual([]);
   });
 
   it('answers every protected route with 401 Bearer realm="api" when no token is sent', async () => {

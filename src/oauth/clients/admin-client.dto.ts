@@ -110,8 +110,8 @@ export class CreateClientDto extends ClientKeysDto {
 }
 
 /**
- * PUT /admin/clients/{clientId}: the allowed scopes, the redirect URIs and/or the post-logout redirect URIs, each
- * replacing the old list; a private_key_jwt client's keys (jwks or jwks_uri), which replace the old ones.
+ * PUT /admin/clients/{clientId}: the allowed scopes (or scopes added and removed), the redirect URIs and/or the
+ * post-logout redirect URIs, each replacing the old list; a private_key_jwt client's keys (jwks or jwks_uri), which replace the old ones.
  */
 export class UpdateClientDto extends ClientKeysDto {
   @ApiPropertyOptional({
@@ -126,6 +126,16 @@ export class UpdateClientDto extends ClientKeysDto {
   @OptionalField()
   @IsString({ message: 'scope must be a space-separated string' })
   scope?: string;
+
+  @ApiPropertyOptional({ example: 'products:read', description: 'space-separated scopes added to the allowed ones (not with scope)' })
+  @OptionalField()
+  @IsString({ message: 'add_scope must be a space-separated string' })
+  add_scope?: string;
+
+  @ApiPropertyOptional({ example: 'orders:write', description: 'space-separated scopes taken from the allowed ones (not with scope)' })
+  @OptionalField()
+  @IsString({ message: 'remove_scope must be a space-separated string' })
+  remove_scope?: string;
 
   @ApiPropertyOptional({ type: [String], example: ['https://reports.example.com/cb'] })
   @OptionalUriList('redirect_uris')

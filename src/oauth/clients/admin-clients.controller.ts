@@ -116,6 +116,8 @@ export class AdminClientsController {
         clientId,
         {
           scope: body.scope,
+          addScope: body.add_scope,
+          removeScope: body.remove_scope,
           redirectUris: body.redirect_uris,
           postLogoutRedirectUris: body.post_logout_redirect_uris,
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,

@@ -59,6 +59,10 @@ export interface ClientView {
 export interface UpdateClientInput {
   /** Space-separated; replaces the allowed scopes. */
   scope?: string;
+  /** Space-separated scopes added to the allowed ones (not with `scope`). */
+  addScope?: string;
+  /** Space-separated scopes taken from the allowed ones (not with `scope`); at least one must stay. */
+  removeScope?: string;
   /** Replaces the registered redirect URIs. */
   redirectUris?: string[];
   /** Replaces the registered post-logout redirect URIs (an empty list removes them). */

@@ -3,7 +3,8 @@ import { LRUCache } from 'lru-cache';
 import { type AuditBy, BY_SYSTEM } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import type { Page } from '../../common/pagination';
-import { defaultClientScope } from '../../auth/scopes';
+import { AuthConfig } from '../../auth/auth.config';
+import { allScopes, defaultClientScope, isScope } from '../../auth/scopes';
 import { hashSecret, randomSecret } from '../../common/crypto/secrets';
 import { AppConfig } from '../../config/app-config';
 import type { Client } from '../entities/client.entity';
@@ -32,16 +33,15 @@ import { ClientsRepository } from './clients.repository';
 import { isLoopbackRedirectUri } from './redirect-uris';
 
 /**
- * Clients are read on every /authorize and /token request and change rarely (the CLI), so each instance keeps
- * the ones it has seen for a few seconds: a change made elsewhere applies within this time, one made through this
- * instance at once. Unknown ids are never cached (random ids cannot fill the cache).
+ * Clients are read on every /authorize and /token request and change rarely (the CLI, the admin API), so each
+ * instance keeps the ones it has seen for REVOCATION_SYNC_SECONDS: a change made elsewhere applies within the time a
+ * revocation takes, one made through this instance at once. Unknown ids are never cached (random ids cannot fill it).
  */
-const CLIENT_CACHE_TTL_MS = 10_000;
 const CLIENT_CACHE_MAX = 1_000;
 
 @Injectable()
 export class ClientsService {
-  private readonly cache = new LRUCache<string, Readonly<Client>>({ max: CLIENT_CACHE_MAX, ttl: CLIENT_CACHE_TTL_MS });
+  private readonly cache: LRUCache<string, Readonly<Client>>;
 
   constructor(
     private readonly clients: ClientsRepository,
@@ -49,7 +49,9 @@ export class ClientsService {
     private readonly metadataDocuments: ClientMetadataConfig,
     appConfig: AppConfig,
     oauthConfig: OAuthConfig,
+    authConfig: AuthConfig,
   ) {
+    this.cache = new LRUCache({ max: CLIENT_CACHE_MAX, ttl: authConfig.revocationSyncSeconds * 1000 });
     this.plainHttpRefused = appConfig.production && !oauthConfig.allowHttpRedirectUris;
   }
 
@@ -123,12 +125,17 @@ export class ClientsService {
       changes.jwks !== undefined ||
       changes.jwksUri !== undefined ||
       changes.tokenEndpointAuthSigningAlg !== undefined;
-    if (changes.scope === undefined && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined && !keysChanged) {
+    const scopeChanged = changes.scope !== undefined || changes.addScope !== undefined || changes.removeScope !== undefined;
+    if (!scopeChanged && changes.redirectUris === undefined && changes.postLogoutRedirectUris === undefined && !keysChanged) {
       throw new InvalidClientInputError(
-        'give --scope, --redirect-uri, --post-logout-redirect-uri and/or --jwks-file or --jwks-uri (private_key_jwt) to change',
+        'give --scope, --add-scope, --remove-scope, --redirect-uri, --post-logout-redirect-uri and/or --jwks-file or --jwks-uri (private_key_jwt) to change',
       );
     }
+    if (changes.scope !== undefined && (changes.addScope !== undefined || changes.removeScope !== undefined)) {
+      throw new InvalidClientInputError('--scope replaces the scopes: give it, or --add-scope / --remove-scope, not both');
+    }
     if (changes.scope !== undefined) client.scope = checkedScope(changes.scope);
+    if (changes.addScope !== undefined || changes.removeScope !== undefined) client.scope = changedScope(found.scope, changes);
     if (changes.redirectUris !== undefined) client.redirectUris = this.transportChecked(checkedRedirectUris(changes.redirectUris));
     if (changes.postLogoutRedirectUris !== undefined) {
       client.postLogoutRedirectUris = this.transportChecked(
@@ -143,7 +150,7 @@ export class ClientsService {
     };
     // Only the columns asked for: a concurrent change of another one stays.
     const set: Partial<Client> = {};
-    if (changes.scope !== undefined) set.scope = client.scope;
+    if (scopeChanged) set.scope = client.scope;
     if (changes.redirectUris !== undefined) set.redirectUris = client.redirectUris;
     if (changes.postLogoutRedirectUris !== undefined) set.postLogoutRedirectUris = client.postLogoutRedirectUris;
     if (keysChanged) {
@@ -283,4 +290,20 @@ export class ClientsService {
     this.cache.set(clientId, Object.freeze(client));
     return client;
   }
+}
+
+/** A client's scopes with `addScope` added and `removeScope` taken away (each space-separated, each a known scope). */
+function changedScope(current: string, { addScope, removeScope }: Pick<UpdateClientInput, 'addScope' | 'removeScope'>): string {
+  const listed = (value: string | undefined, option: string) => {
+    if (value === undefined) return [];
+    const scopes = value.split(' ').filter(Boolean);
+    if (scopes.length === 0 || scopes.some((s) => !isScope(s))) {
+      throw new InvalidClientInputError(`${option} must name scopes among: ${allScopes().join(' ')}`);
+    }
+    return scopes;
+  };
+  const removed = new Set(listed(removeScope, '--remove-scope'));
+  const scopes = [...new Set([...current.split(' ').filter(Boolean), ...listed(addScope, '--add-scope')])].filter((s) => !removed.has(s));
+  if (scopes.length === 0) throw new InvalidClientInputError('--remove-scope would leave the client no scope');
+  return scopes.join(' ');
 }

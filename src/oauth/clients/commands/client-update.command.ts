@@ -8,6 +8,8 @@ interface ClientUpdateOptions {
   clientId?: string;
   redirectUri?: string[];
   scope?: string;
+  addScope?: string;
+  removeScope?: string;
   postLogoutRedirectUri?: string[];
   clearPostLogoutRedirectUris?: boolean;
   authMethod?: string;
@@ -17,9 +19,9 @@ interface ClientUpdateOptions {
 }
 
 /**
- * `client:update`: replaces a client's allowed scopes, redirect URIs, post-logout redirect URIs and/or a
- * private_key_jwt client's keys, e.g. to grant an existing client a scope that a new module adds. Grants already
- * given keep their scopes.
+ * `client:update`: replaces a client's allowed scopes (or adds and removes some), redirect URIs, post-logout
+ * redirect URIs and/or a private_key_jwt client's keys, e.g. `--add-scope products:read` to let an existing client
+ * ask for a scope that a new module adds. Grants already given keep their scopes.
  */
 @Command({
   name: 'client:update',
@@ -37,6 +39,8 @@ export class ClientUpdateCommand extends ClientKeyOptions {
     printJson(
       await this.clients.update(options.clientId ?? '', {
         scope: options.scope,
+        addScope: options.addScope,
+        removeScope: options.removeScope,
         redirectUris: options.redirectUri,
         postLogoutRedirectUris: options.clearPostLogoutRedirectUris ? [] : options.postLogoutRedirectUri,
         tokenEndpointAuthMethod: options.authMethod as 'private_key_jwt' | undefined,
@@ -69,6 +73,16 @@ export class ClientUpdateCommand extends ClientKeyOptions {
 
   @Option({ flags: '--scope <scopes>', description: 'space-separated; replaces the allowed scopes' })
   scope(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--add-scope <scopes>', description: 'space-separated; added to the allowed scopes' })
+  addScope(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--remove-scope <scopes>', description: 'space-separated; taken from the allowed scopes' })
+  removeScope(value: string): string {
     return value;
   }
 
