@@ -1,25 +1,28 @@
-// npm run generate:module -- <name> [--singular <name>]
+// npm run generate:module -- <name> [--singular <name>] [--owned]
 //
 // Writes a CRUD feature module in the house style, like `nest g resource` does for a bare Nest app:
 //   src/<name>/                 module, controller, service, entity, scopes, errors, DTOs
 //   src/<name>/migrations/      its table, named with the real time (found at start by file name)
 //   test/e2e/<name>.e2e-spec.ts an e2e suite that passes as generated, on SQLite and PostgreSQL
 // and lists the module in src/features.ts, the one existing file it touches. `<name>` is the plural, kebab-case
-// name of the collection (`products`, `stock-items`); the singular is derived (`product`) unless given.
+// name of the collection (`products`, `stock-items`); the singular is derived (`product`) unless given. With
+// `--owned`, each record belongs to the person who created it: lists show the caller's own (everyone's to an
+// administrator), and another person's record is 404 on every route; without it, writes are for administrators.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderModule } from './templates/crud-module.mjs';
 
-const USAGE = 'usage: npm run generate:module -- <plural-kebab-name> [--singular <kebab-name>]   (e.g. products)';
+const USAGE = 'usage: npm run generate:module -- <plural-kebab-name> [--singular <kebab-name>] [--owned]   (e.g. products)';
 
 function fail(message) {
   process.stderr.write(`error: ${message}\n`);
   process.exit(1);
 }
 
-const args = process.argv.slice(2);
+const owned = process.argv.includes('--owned');
+const args = process.argv.slice(2).filter((arg) => arg !== '--owned');
 const plural = args[0] ?? '';
 const singularFlag = args.indexOf('--singular');
 const singular = singularFlag >= 0 ? (args[singularFlag + 1] ?? '') : singularOf(plural);
@@ -39,7 +42,7 @@ if (existsSync(featureDir)) fail(`src/${plural} exists already`);
 if (['auth', 'oauth', 'keys', 'common', 'config', 'database', 'health', 'logging', 'demo'].includes(plural))
   fail(`"${plural}" is a folder of the service itself`);
 
-const { files, names } = renderModule({ plural, singular, timestamp: Date.now() });
+const { files, names } = renderModule({ plural, singular, owned, timestamp: Date.now() });
 for (const [relative, content] of Object.entries(files)) {
   const file = path.join(root, relative);
   if (existsSync(file)) fail(`${relative} exists already`);

@@ -5,8 +5,9 @@ const pascal = (kebab) => kebab.replace(/(^|-)([a-z0-9])/g, (_, __, c) => c.toUp
 const camel = (kebab) => pascal(kebab).replace(/^./, (c) => c.toLowerCase());
 const snake = (kebab) => kebab.replace(/-/g, '_');
 
-export function moduleNames({ plural, singular }) {
+export function moduleNames({ plural, singular, owned = false }) {
   return {
+    owned, // --owned: each record belongs to the person who created it
     plural, // products
     singular, // product
     Plural: pascal(plural), // Products
@@ -20,8 +21,8 @@ export function moduleNames({ plural, singular }) {
 }
 
 /** Every file of the module, keyed by its path from the project root. */
-export function renderModule({ plural, singular, timestamp }) {
-  const n = moduleNames({ plural, singular });
+export function renderModule({ plural, singular, owned = false, timestamp }) {
+  const n = moduleNames({ plural, singular, owned });
   const dir = `src/${plural}`;
   return {
     names: n,
@@ -34,7 +35,7 @@ export function renderModule({ plural, singular, timestamp }) {
       [`${dir}/dto/list-${plural}-query.dto.ts`]: listQueryDto(n),
       [`${dir}/dto/${singular}-response.dto.ts`]: responseDto(n),
       [`${dir}/${plural}.repository.ts`]: repository(n),
-      [`${dir}/${plural}.service.ts`]: service(n),
+      [`${dir}/${plural}.service.ts`]: n.owned ? ownedService(n) : service(n),
       [`${dir}/${plural}.controller.ts`]: controller(n),
       [`${dir}/${plural}.module.ts`]: module(n),
       [`${dir}/migrations/${timestamp}-create-${plural}.ts`]: migration(n, timestamp),
@@ -51,13 +52,21 @@ export class ${n.Singular} {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id: string;
 
-  /** Unique: a second ${n.singular} with the same name is answered 409. */
+  /** Unique${n.owned ? ' per owner' : ''}: a second ${n.singular} with the same name is answered 409. */
   @Column({ type: 'varchar', length: 200 })
   name: string;
 
   @Column({ type: 'varchar', length: 2000, nullable: true })
   description: string | null;
-
+${
+  n.owned
+    ? `
+  /** The person who created it: only they, and administrators, see and change it. */
+  @Column({ type: 'varchar', length: 36 })
+  ownerId: string;
+`
+    : ''
+}
   @EpochMsColumn()
   createdAt: number;
 
@@ -131,7 +140,9 @@ import type { ${n.Singular} } from '../${n.singular}.entity';
 export class ${n.Singular}ResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() name: string;
-  @ApiProperty({ type: 'string', nullable: true }) description: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) description: string | null;${
+    n.owned ? `\n  @ApiProperty({ format: 'uuid', description: 'the person it belongs to' }) ownerId: string;` : ''
+  }
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 
@@ -139,7 +150,7 @@ export class ${n.Singular}ResponseDto {
     const dto = new ${n.Singular}ResponseDto();
     dto.id = row.id;
     dto.name = row.name;
-    dto.description = row.description;
+    dto.description = row.description;${n.owned ? '\n    dto.ownerId = row.ownerId;' : ''}
     dto.createdAt = new Date(row.createdAt).toISOString();
     dto.updatedAt = new Date(row.updatedAt).toISOString();
     return dto;
@@ -166,7 +177,23 @@ const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.cre
 export class ${n.Plural}Repository {
   constructor(@InjectRepository(${n.Singular}) private readonly rows: Repository<${n.Singular}>) {}
 
-  /** A page sorted by \`sort\` (then id, in the same direction), with the total count. */
+${
+  n.owned
+    ? `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count: one owner's rows, or (no owner) all. */
+  page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number; ownerId?: string }): Promise<[${n.Singular}[], number]> {
+    const direction = options.descending ? 'DESC' : 'ASC';
+    const qb = this.rows.createQueryBuilder('row');
+    if (options.ownerId !== undefined) qb.where('row.owner_id = :ownerId', { ownerId: options.ownerId });
+    qb.orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
+    return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
+  }
+
+  /** The row, if it exists and (given an owner) belongs to that owner. */
+  findById(id: string, ownerId?: string): Promise<${n.Singular} | null> {
+    return this.rows.findOneBy(ownerId === undefined ? { id } : { id, ownerId });
+  }
+`
+    : `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count. */
   page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number }): Promise<[${n.Singular}[], number]> {
     const direction = options.descending ? 'DESC' : 'ASC';
     const qb = this.rows.createQueryBuilder('row').orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
@@ -176,7 +203,8 @@ export class ${n.Plural}Repository {
   findById(id: string): Promise<${n.Singular} | null> {
     return this.rows.findOneBy({ id });
   }
-
+`
+}
   /** A new row from its fields (not stored yet). */
   build(fields: Partial<${n.Singular}>): ${n.Singular} {
     return this.rows.create(fields);
@@ -186,7 +214,18 @@ export class ${n.Plural}Repository {
     await this.rows.insert(row);
   }
 
-  /** Changes a row's fields; false when there is no such row. */
+${
+  n.owned
+    ? `  /** Changes a row's fields; false when there is no such row (of that owner, given one). */
+  async update(id: string, changes: Partial<${n.Singular}>, ownerId?: string): Promise<boolean> {
+    return Boolean((await this.rows.update(ownerId === undefined ? { id } : { id, ownerId }, changes)).affected);
+  }
+
+  /** Deletes a row; false when there is no such row (of that owner, given one). */
+  async delete(id: string, ownerId?: string): Promise<boolean> {
+    return Boolean((await this.rows.delete(ownerId === undefined ? { id } : { id, ownerId })).affected);
+  }`
+    : `  /** Changes a row's fields; false when there is no such row. */
   async update(id: string, changes: Partial<${n.Singular}>): Promise<boolean> {
     return Boolean((await this.rows.update({ id }, changes)).affected);
   }
@@ -194,7 +233,8 @@ export class ${n.Plural}Repository {
   /** Deletes a row; false when there is no such row. */
   async delete(id: string): Promise<boolean> {
     return Boolean((await this.rows.delete({ id })).affected);
-  }
+  }`
+}
 }
 `;
 
@@ -273,10 +313,110 @@ function notFound(): DomainError {
 }
 `;
 
-const controller = (n) => `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+/** The service of an `--owned` module: every method acts for a caller, on their own records (an administrator on all). */
+const ownedService = (n) => `import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { Callers } from '../auth/callers';
+import type { AuthPrincipal } from '../auth/principal';
+import { isUniqueViolation } from '../common/database-errors';
+import { DomainError } from '../common/domain-error';
+import type { Page } from '../common/pagination';
+import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
+import type { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
+import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
+import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
+import type { ${n.Singular} } from './${n.singular}.entity';
+import { ${n.Plural}Error } from './${n.plural}.errors';
+import { ${n.Plural}Repository } from './${n.plural}.repository';
+
+/**
+ * Each ${n.singular.replace(/-/g, ' ')} belongs to the person who created it. A caller lists, reads, changes and deletes their own;
+ * an administrator everyone's. Another person's is answered 404, as one that does not exist: its existence is
+ * not revealed.
+ */
+@Injectable()
+export class ${n.Plural}Service {
+  constructor(
+    private readonly ${n.pluralVar}: ${n.Plural}Repository,
+    private readonly callers: Callers,
+  ) {}
+
+  async list(caller: AuthPrincipal, query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
+    const [rows, total] = await this.${n.pluralVar}.page({
+      sort: query.sort ?? 'createdAt',
+      descending: query.order === 'desc',
+      limit: query.limit,
+      offset: query.offset,
+      ownerId: await this.callers.ownerScope(caller),
+    });
+    return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
+  }
+
+  async get(caller: AuthPrincipal, id: string): Promise<${n.Singular}ResponseDto> {
+    return ${n.Singular}ResponseDto.from(await this.find(id, await this.callers.ownerScope(caller)));
+  }
+
+  async create(caller: AuthPrincipal, dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
+    const now = Date.now();
+    const row = this.${n.pluralVar}.build({
+      id: randomUUID(),
+      name: dto.name,
+      description: dto.description ?? null,
+      ownerId: caller.sub,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.write(() => this.${n.pluralVar}.insert(row));
+    return ${n.Singular}ResponseDto.from(row);
+  }
+
+  async update(caller: AuthPrincipal, id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
+    const ownerId = await this.callers.ownerScope(caller);
+    const row = await this.find(id, ownerId);
+    Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
+    const updated = await this.write(() =>
+      this.${n.pluralVar}.update(id, { name: row.name, description: row.description, updatedAt: row.updatedAt }, ownerId),
+    );
+    // Deleted between the read and the write.
+    if (!updated) throw notFound();
+    return ${n.Singular}ResponseDto.from(row);
+  }
+
+  async remove(caller: AuthPrincipal, id: string): Promise<void> {
+    if (!(await this.${n.pluralVar}.delete(id, await this.callers.ownerScope(caller)))) throw notFound();
+  }
+
+  private async find(id: string, ownerId: string | undefined): Promise<${n.Singular}> {
+    const row = await this.${n.pluralVar}.findById(id, ownerId);
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** Runs an insert or update, answering the unique index on the owner's \`name\` with a 409 instead of a 500. */
+  private async write<T>(statement: () => Promise<T>): Promise<T> {
+    try {
+      return await statement();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, 'You have a ${n.singular.replace(/-/g, ' ')} with this name already.');
+      throw error;
+    }
+  }
+}
+
+function notFound(): DomainError {
+  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
+}
+`;
+
+const controller = (n) => {
+  // --owned: each handler gets the caller and passes it on; a write is any person's (on their own records).
+  const caller = n.owned ? '@Principal() caller: AuthPrincipal, ' : '';
+  const by = n.owned ? 'caller, ' : '';
+  const writers = n.owned ? '@AnyPerson()' : "@Roles('admin')";
+  return `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Roles, Scopes } from '../auth/auth.decorators';
+${n.owned ? "import { AnyPerson, Principal, Scopes } from '../auth/auth.decorators';\nimport type { AuthPrincipal } from '../auth/principal';" : "import { Roles, Scopes } from '../auth/auth.decorators';"}
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -289,8 +429,8 @@ import { ${n.Plural}Service } from './${n.plural}.service';
 
 /**
  * Every route declares its access (\`@Scopes\`, or \`@Public()\`), and every write route whose call it is:
- * \`@Roles('admin')\` here (only administrators change the catalogue), or \`@AnyPerson()\` where any signed-in person
- * may; and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
+ * ${n.owned ? "\`@AnyPerson()\` here (each person writes their own records; the service keeps to them), or \`@Roles('admin')\`" : "\`@Roles('admin')\` here (only administrators change the catalogue), or \`@AnyPerson()\` where any signed-in person"}
+ * ${n.owned ? 'where only administrators may' : 'may'}; and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
  */
 @ApiTags('${n.plural}')
 @Controller('${n.plural}')
@@ -300,8 +440,8 @@ export class ${n.Plural}Controller {
   @Get()
   @Scopes(${n.Plural}Scope.read)
   @ApiOkResponse({ type: ${n.Singular}PageResponseDto })
-  list(@Query() query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    return this.${n.pluralVar}.list(query);
+  list(${caller}@Query() query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
+    return this.${n.pluralVar}.list(${by}query);
   }
 
   @Get(':${n.idParam}')
@@ -309,54 +449,55 @@ export class ${n.Plural}Controller {
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404)
-  get(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<${n.Singular}ResponseDto> {
-    return this.${n.pluralVar}.get(id);
+  get(${caller}@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<${n.Singular}ResponseDto> {
+    return this.${n.pluralVar}.get(${by}id);
   }
 
   @Post()
   @Scopes(${n.Plural}Scope.write)
-  @Roles('admin')
+  ${writers}
   @ApiCreatedResponse({ type: ${n.Singular}ResponseDto, description: 'Location: /${n.plural}/{id}' })
   @ApiProblems(409, 413)
   async create(
-    @Body() body: Create${n.Singular}Dto,
+    ${caller}@Body() body: Create${n.Singular}Dto,
     @NoQueryParams() _query: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<${n.Singular}ResponseDto> {
-    const created = await this.${n.pluralVar}.create(body);
+    const created = await this.${n.pluralVar}.create(${by}body);
     res.location(\`/${n.plural}/\${created.id}\`);
     return created;
   }
 
   @Put(':${n.idParam}')
   @Scopes(${n.Plural}Scope.write)
-  @Roles('admin')
+  ${writers}
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404, 409, 413)
   update(
-    @Param('${n.idParam}', UuidParamPipe) id: string,
+    ${caller}@Param('${n.idParam}', UuidParamPipe) id: string,
     @Body() body: Update${n.Singular}Dto,
     @NoQueryParams() _query: unknown,
   ): Promise<${n.Singular}ResponseDto> {
-    return this.${n.pluralVar}.update(id, body);
+    return this.${n.pluralVar}.update(${by}id, body);
   }
 
   @Delete(':${n.idParam}')
   @Scopes(${n.Plural}Scope.write)
-  @Roles('admin')
+  ${writers}
   @HttpCode(204)
   @ApiNoContentResponse()
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404)
-  remove(@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<void> {
-    return this.${n.pluralVar}.remove(id);
+  remove(${caller}@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<void> {
+    return this.${n.pluralVar}.remove(${by}id);
   }
 }
 `;
+};
 
 const module = (n) => `import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { TypeOrmModule } from '@nestjs/typeorm';${n.owned ? "\nimport { AuthModule } from '../auth/auth.module';" : ''}
 import { ${n.Singular} } from './${n.singular}.entity';
 import { ${n.Plural}Controller } from './${n.plural}.controller';
 import { ${n.Plural}Repository } from './${n.plural}.repository';
@@ -364,7 +505,7 @@ import { ${n.Plural}Service } from './${n.plural}.service';
 
 /** Listed in src/features.ts; its migration is found in ./migrations by file name. */
 @Module({
-  imports: [TypeOrmModule.forFeature([${n.Singular}])],
+  imports: [TypeOrmModule.forFeature([${n.Singular}])${n.owned ? ', AuthModule' : ''}],
   controllers: [${n.Plural}Controller],
   providers: [${n.Plural}Service, ${n.Plural}Repository],
 })
@@ -384,14 +525,23 @@ export class Create${n.Plural}${timestamp} implements MigrationInterface {
         columns: [
           { name: 'id', type: 'varchar', length: '36', isPrimary: true },
           { name: 'name', type: 'varchar', length: '200' },
-          { name: 'description', type: 'varchar', length: '2000', isNullable: true },
+          { name: 'description', type: 'varchar', length: '2000', isNullable: true },${
+            n.owned ? `\n          { name: 'owner_id', type: 'varchar', length: '36' },` : ''
+          }
           { name: 'created_at', type: 'bigint' },
           { name: 'updated_at', type: 'bigint' },
         ],
       }),
     );
-    await q.createIndex('${n.table}', new TableIndex({ name: 'uq_${n.table}_name', columnNames: ['name'], isUnique: true }));
-    await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_name', columnNames: ['name', 'id'] }));
+${
+  n.owned
+    ? `    // Names are unique per owner; an owner's list is read by owner, then the sort key.
+    await q.createIndex('${n.table}', new TableIndex({ name: 'uq_${n.table}_owner_name', columnNames: ['owner_id', 'name'], isUnique: true }));
+    await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_owner_created', columnNames: ['owner_id', 'created_at', 'id'] }));
+`
+    : `    await q.createIndex('${n.table}', new TableIndex({ name: 'uq_${n.table}_name', columnNames: ['name'], isUnique: true }));
+`
+}    await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_name', columnNames: ['name', 'id'] }));
     await q.createIndex('${n.table}', new TableIndex({ name: 'idx_${n.table}_created', columnNames: ['created_at', 'id'] }));
   }
 
@@ -408,7 +558,7 @@ import { bearerChallenge } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
 
-const KEYS = ['createdAt', 'description', 'id', 'name', 'updatedAt'];
+const KEYS = ['createdAt', 'description', 'id', 'name', ${n.owned ? "'ownerId', " : ''}'updatedAt'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$/;
 
@@ -416,7 +566,27 @@ describe('${n.plural} API', () => {
   let t: TestApp;
   let reader: string;
   let writer: string;
-  let personWriter: string;
+${
+  n.owned
+    ? `  /** The owner of what \`writer\` creates. */
+  let ownerId: string;
+  let other: string;
+  let adminToken: string;
+  let unrelated: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    const user = await t.createUser();
+    const someoneElse = await t.createUser();
+    const admin = await t.createUser({ role: 'admin' });
+    ownerId = user.id;
+    reader = await t.token(user.id, [${n.Plural}Scope.read]);
+    writer = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    other = await t.token(someoneElse.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    adminToken = await t.token(admin.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+    unrelated = await t.token(user.id, ['users:read']);
+  });`
+    : `  let personWriter: string;
   let unrelated: string;
 
   beforeAll(async () => {
@@ -427,7 +597,8 @@ describe('${n.plural} API', () => {
     writer = await t.token(admin.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
     personWriter = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
     unrelated = await t.token(user.id, ['users:read']);
-  });
+  });`
+}
   afterAll(() => t.close());
 
   /** A name no other test uses: the names are unique. */
@@ -457,7 +628,7 @@ describe('${n.plural} API', () => {
       expect(res.body).toEqual({
         id: expect.stringMatching(UUID),
         name,
-        description: 'The first one',
+        description: 'The first one',${n.owned ? '\n        ownerId,' : ''}
         createdAt: expect.stringMatching(ISO),
         updatedAt: res.body.createdAt,
       });
@@ -467,7 +638,10 @@ describe('${n.plural} API', () => {
       expect(read.body).toEqual(res.body);
     });
 
-    it('answers 403 to a person who is not an administrator, even with the write scope, and creates nothing', async () => {
+${
+  n.owned
+    ? ''
+    : `    it('answers 403 to a person who is not an administrator, even with the write scope, and creates nothing', async () => {
       const name = uniqueName('refused');
       const res = await t
         .http()
@@ -479,7 +653,8 @@ describe('${n.plural} API', () => {
       expect(list.body.page.total).toBeLessThan(100);
       expect(list.body.data.map((item: { name: string }) => item.name)).not.toContain(name);
     });
-
+`
+}
     it('stores a left-out description as null', async () => {
       const created = await create();
       expect(created.description).toBeNull();
@@ -614,5 +789,52 @@ describe('${n.plural} API', () => {
       expectProblem(await t.http().get(unknown).set(...bearer(reader)), 404, unknown);
     });
   });
-});
+${
+  n.owned
+    ? `
+  describe('owned records', () => {
+    it("shows another person none of one's ${n.plural.replace(/-/g, ' ')}, and answers 404 to their GET, PUT and DELETE, changing nothing", async () => {
+      const mine = await create({ description: 'mine' });
+      const path = \`/${n.plural}/\${mine.id}\`;
+      const theirs = await t.http().get('/${n.plural}?limit=100').set(...bearer(other));
+      expect(theirs.status).toBe(200);
+      expect(theirs.body.data.map((row: { id: string }) => row.id)).not.toContain(mine.id);
+      for (const attempt of [
+        t.http().get(path).set(...bearer(other)),
+        t.http().put(path).set(...bearer(other)).send({ name: uniqueName('taken-over') }),
+        t.http().delete(path).set(...bearer(other)),
+      ]) {
+        const answer = await attempt;
+        expectProblem(answer, 404, path);
+        expect(answer.body.type).toBe('urn:problem-type:${n.singular}-not-found');
+      }
+      expect((await t.http().get(path).set(...bearer(reader))).body).toEqual(mine);
+    });
+
+    it('lists only the caller\\'s own, and lets two people use the same name', async () => {
+      const mine = await create();
+      const same = await t.http().post('/${n.plural}').set(...bearer(other)).send({ name: mine.name });
+      expect(same.status, JSON.stringify(same.body)).toBe(201);
+      expect(same.body.ownerId).not.toBe(ownerId);
+      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
+      expect(list.body.data.length).toBeGreaterThan(0);
+      for (const row of list.body.data as { ownerId: string }[]) expect(row.ownerId).toBe(ownerId);
+    });
+
+    it("lets an administrator list, read, change and delete anyone's, the owner staying the owner", async () => {
+      const mine = await create();
+      const path = \`/${n.plural}/\${mine.id}\`;
+      const all = await t.http().get('/${n.plural}?sort=createdAt&order=desc&limit=10').set(...bearer(adminToken));
+      expect(all.body.data.map((row: { id: string }) => row.id)).toContain(mine.id);
+      expect((await t.http().get(path).set(...bearer(adminToken))).body).toEqual(mine);
+      const renamed = await t.http().put(path).set(...bearer(adminToken)).send({ name: uniqueName('by-admin') });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body.ownerId).toBe(ownerId);
+      expect((await t.http().delete(path).set(...bearer(adminToken))).status).toBe(204);
+      expectProblem(await t.http().get(path).set(...bearer(reader)), 404, path);
+    });
+  });
+`
+    : ''
+}});
 `;

@@ -5,6 +5,7 @@ import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
 import { AuthConfig } from './auth.config';
+import { Callers } from './callers';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
 import { BearerStrategy } from './bearer.strategy';
@@ -29,8 +30,10 @@ import { RouteAccessCheck } from './route-access.check';
     AccessTokenVerifier,
     BearerStrategy,
     RouteAccessCheck,
+    Callers,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],
-  exports: [RevokedGrantsService, AccessTokenVerifier],
+  // Callers: for modules whose records belong to people (owner or administrator), without importing users.
+  exports: [RevokedGrantsService, AccessTokenVerifier, Callers],
 })
 export class AuthModule {}
