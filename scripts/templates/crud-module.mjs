@@ -238,6 +238,23 @@ ${
 }
 `;
 
+/** The end of both services: the 409 for a taken name (`index` says which unique index) and the 404. */
+const serviceTail = (n, index, taken) => `  /** Runs an insert or update, answering ${index} with a 409 instead of a 500. */
+  private async write<T>(statement: () => Promise<T>): Promise<T> {
+    try {
+      return await statement();
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, '${taken}');
+      throw error;
+    }
+  }
+}
+
+function notFound(): DomainError {
+  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
+}
+`;
+
 const service = (n) => `import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { isUniqueViolation } from '../common/database-errors';
@@ -297,21 +314,7 @@ export class ${n.Plural}Service {
     return row;
   }
 
-  /** Runs an insert or update, answering the unique index on \`name\` with a 409 instead of a 500. */
-  private async write<T>(statement: () => Promise<T>): Promise<T> {
-    try {
-      return await statement();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, 'A ${n.singular.replace(/-/g, ' ')} with this name already exists.');
-      throw error;
-    }
-  }
-}
-
-function notFound(): DomainError {
-  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
-}
-`;
+${serviceTail(n, 'the unique index on `name`', `A ${n.singular.replace(/-/g, ' ')} with this name already exists.`)}`;
 
 /** The service of an `--owned` module: every method acts for a caller, on their own records (an administrator on all). */
 const ownedService = (n) => `import { randomUUID } from 'node:crypto';
@@ -392,21 +395,7 @@ export class ${n.Plural}Service {
     return row;
   }
 
-  /** Runs an insert or update, answering the unique index on the owner's \`name\` with a 409 instead of a 500. */
-  private async write<T>(statement: () => Promise<T>): Promise<T> {
-    try {
-      return await statement();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, 'You have a ${n.singular.replace(/-/g, ' ')} with this name already.');
-      throw error;
-    }
-  }
-}
-
-function notFound(): DomainError {
-  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
-}
-`;
+${serviceTail(n, "the unique index on the owner's `name`", `You have a ${n.singular.replace(/-/g, ' ')} with this name already.`)}`;
 
 const controller = (n) => {
   // --owned: each handler gets the caller and passes it on; a write is any person's (on their own records).
@@ -429,7 +418,7 @@ import { ${n.Plural}Service } from './${n.plural}.service';
 
 /**
  * Every route declares its access (\`@Scopes\`, or \`@Public()\`), and every write route whose call it is:
- * ${n.owned ? "\`@AnyPerson()\` here (each person writes their own records; the service keeps to them), or \`@Roles('admin')\`" : "\`@Roles('admin')\` here (only administrators change the catalogue), or \`@AnyPerson()\` where any signed-in person"}
+ * ${n.owned ? "`@AnyPerson()` here (each person writes their own records; the service keeps to them), or `@Roles('admin')`" : "`@Roles('admin')` here (only administrators change the catalogue), or `@AnyPerson()` where any signed-in person"}
  * ${n.owned ? 'where only administrators may' : 'may'}; and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
  */
 @ApiTags('${n.plural}')
