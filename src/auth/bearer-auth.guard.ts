@@ -1,5 +1,5 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
-import { ModuleRef, Reflector } from '@nestjs/core';
+import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { bearerChallenge } from '../common/bearer-challenge';
 import { HttpProblemError } from '../common/http-problem.error';
@@ -7,7 +7,7 @@ import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, type Reques
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { BearerOptions } from './bearer.strategy';
 import type { AuthPrincipal } from './principal';
-import { RoleDirectory } from './role-directory';
+import { Callers } from './callers';
 import { type RouteTargets, accessDeclarationProblem } from './route-access.check';
 
 const USER_TOKEN_REQUIRED = 'This route acts for a signed-in user; a client-credentials token cannot call it.';
@@ -33,14 +33,13 @@ interface AccessRule {
  */
 @Injectable()
 export class BearerAuthGuard extends AuthGuard('bearer') {
-  private roles: RoleDirectory | undefined;
   /** Per controller class, then per handler (a handler inherited by two controllers may be declared apart). */
   private readonly rules = new WeakMap<object, WeakMap<object, AccessRule>>();
 
   constructor(
     private readonly reflector: Reflector,
     private readonly verifier: AccessTokenVerifier,
-    private readonly moduleRef: ModuleRef,
+    private readonly callers: Callers,
   ) {
     super();
   }
@@ -118,9 +117,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 
   private async checkRole(principal: AuthPrincipal, roles: string[]): Promise<void> {
-    this.roles ??= this.moduleRef.get(RoleDirectory, { strict: false });
-    if (!this.roles) throw new Error('@Roles() needs a RoleDirectory provider (the users module provides one)');
-    const role = await this.roles.roleOf(principal.sub);
+    const role = await this.callers.roleOf(principal.sub);
     // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
     if (role === undefined) throw invalidToken('The user of this access token no longer exists.');
     if (!roles.includes(role)) {

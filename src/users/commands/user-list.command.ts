@@ -1,4 +1,5 @@
-import { Command, CommandRunner, Option } from 'nest-commander';
+import { Command, Option } from 'nest-commander';
+import { PageOptions } from '../../common/page-options';
 import { printJson, validatedInput } from '../../common/command-line';
 import { ListUsersQueryDto } from '../dto/list-users-query.dto';
 import { UsersService } from '../users.service';
@@ -13,23 +14,13 @@ interface UserListOptions {
 
 /** `user:list`: a page of users as `GET /users` answers it (`{ data, page }`), with the same options. */
 @Command({ name: 'user:list', description: 'list users as JSON ({ data, page }), as GET /users does' })
-export class UserListCommand extends CommandRunner {
+export class UserListCommand extends PageOptions {
   constructor(private readonly users: UsersService) {
     super();
   }
 
   async run(_args: string[], options: UserListOptions): Promise<void> {
     printJson(await this.users.list(await validatedInput(ListUsersQueryDto, { ...options })));
-  }
-
-  @Option({ flags: '--limit <n>', description: '1 to 100 (default 20)' })
-  limit(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--offset <n>', description: 'default 0' })
-  offset(value: string): string {
-    return value;
   }
 
   @Option({ flags: '--sort <key>', description: 'createdAt (default), name, email or age' })
