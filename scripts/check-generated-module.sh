@@ -3,8 +3,9 @@
 # generated into it (one --owned):
 #   prepare <dir>       clones into <dir>/repo and generates; the generator must touch no existing file but
 #                       src/features.ts, and the result must type-check, lint and be formatted
-#   unregistered <dir>  then drops the owned module from src/features.ts but keeps its sibling's migrations: the
-#                       service must refuse to start, in one line
+#   misdeclared <dir>   then opens the owned module's POST to every person's writes (ownRecords dropped from its
+#                       rule), and drops the module from src/features.ts while its sibling's migrations stay: each
+#                       time the service must refuse to start, in one line naming what is wrong
 # With no command it does both, with the whole `npm test` (and the e2e suites on PostgreSQL when TEST_DATABASE_URL
 # is set) in between; .ci/run calls the steps itself and runs its suites in the prepared clone.
 set -uo pipefail
@@ -33,28 +34,40 @@ prepare() {
   npx prettier --check "${files[@]}" || { echo "generated module is not formatted"; return 1; }
 }
 
-unregistered() {
-  local work="$1"
-  cd "$work/repo" || return 1
-  # Left out of src/features.ts, a module's migrations would still run: the service must refuse to start.
-  git checkout -q src/features.ts
-  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts"
-  npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; return 1; }
-  local out status expected
-  out="$(env -u TEST_DATABASE_URL DATABASE_URL="sqlite:$work/unregistered.sqlite" PORT=0 LOG_LEVEL=silent node dist/src/main.js 2>&1)"
+# Starts the build in dist/ and expects it to stop, with one line that contains the given text.
+refuses_to_start() {
+  local work="$1" expected="$2" out status
+  rm -f "$work/refused.sqlite"
+  out="$(env -u TEST_DATABASE_URL DATABASE_URL="sqlite:$work/refused.sqlite" PORT=0 LOG_LEVEL=silent node dist/src/main.js 2>&1)"
   status=$?
-  expected="failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
-  if [ "$status" -ne 1 ] || [ "$out" != "$expected" ]; then
-    echo "an unregistered module did not stop the start with one line (exit $status):"
+  if [ "$status" -ne 1 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] || [[ "$out" != *"$expected"* ]]; then
+    echo "expected the start to stop with one line containing: $expected (exit $status):"
     echo "$out"
     return 1
   fi
-  echo "an unregistered module stops the start: $out"
+  echo "the start stops: $out"
+}
+
+misdeclared() {
+  local work="$1" controller="src/$OWNED/$OWNED.controller.ts"
+  cd "$work/repo" || return 1
+  # A team deletes the owner rule from the generated POST: any person could then write any record.
+  local first
+  first="$(grep -n "ownRecords: true" "$controller" | awk -F: '$0 ~ /write/ {print $1; exit}')"
+  [ -n "$first" ] || { echo "no write rule with ownRecords in $controller"; return 1; }
+  sed -i "${first}s/, ownRecords: true//" "$controller"
+  npx tsc -p tsconfig.build.json || { echo "build with the owner rule removed failed"; return 1; }
+  refuses_to_start "$work" "POST /$OWNED (WidgetsController.create) lets any person write without acting on their own records only" || return 1
+  # Left out of src/features.ts (the edited controller goes with it), its sibling's migrations still run.
+  git checkout -q src/features.ts
+  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts"
+  npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; return 1; }
+  refuses_to_start "$work" "failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
 }
 
 case "${1:-all}" in
   prepare) prepare "${2:?scratch dir}" ;;
-  unregistered) unregistered "${2:?scratch dir}" ;;
+  misdeclared) misdeclared "${2:?scratch dir}" ;;
   all)
     WORK="$(mktemp -d)"
     trap 'rm -rf "$WORK"' EXIT
@@ -62,8 +75,8 @@ case "${1:-all}" in
     rc=0
     (cd "$WORK/repo" && env -u TEST_DATABASE_URL npm test) || rc=1
     if [ -n "${TEST_DATABASE_URL:-}" ]; then (cd "$WORK/repo" && npm run test:e2e) || rc=1; fi
-    (unregistered "$WORK") || rc=1
+    (misdeclared "$WORK") || rc=1
     exit $rc
     ;;
-  *) echo "usage: $0 [prepare <dir> | unregistered <dir>]"; exit 2 ;;
+  *) echo "usage: $0 [prepare <dir> | misdeclared <dir>]"; exit 2 ;;
 esac

@@ -401,11 +401,14 @@ const controller = (n) => {
   // --owned: each handler gets the caller and passes it on; a write is any person's (on their own records).
   const caller = n.owned ? '@Principal() caller: AuthPrincipal, ' : '';
   const by = n.owned ? 'caller, ' : '';
-  const writers = n.owned ? '@AnyPerson()' : "@Roles('admin')";
+  // Reads: any signed-in person (their own records when --owned); writes: administrators, or each person on their own.
+  const own = n.owned ? ', ownRecords: true' : '';
+  const reads = `@Access({ scopes: [${n.Plural}Scope.read], people: 'any'${own} })`;
+  const writes = `@Access({ scopes: [${n.Plural}Scope.write], people: ${n.owned ? "'any'" : "['admin']"}${own} })`;
   return `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-${n.owned ? "import { AnyPerson, Principal, Scopes } from '../auth/auth.decorators';\nimport type { AuthPrincipal } from '../auth/principal';" : "import { Roles, Scopes } from '../auth/auth.decorators';"}
+${n.owned ? "import { Access, Principal } from '../auth/auth.decorators';\nimport type { AuthPrincipal } from '../auth/principal';" : "import { Access } from '../auth/auth.decorators';"}
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -417,9 +420,8 @@ import { ${n.Plural}Scope } from './${n.plural}.scopes';
 import { ${n.Plural}Service } from './${n.plural}.service';
 
 /**
- * Every route declares its access (\`@Scopes\`, or \`@Public()\`), and every write route whose call it is:
- * ${n.owned ? "`@AnyPerson()` here (each person writes their own records; the service keeps to them), or `@Roles('admin')`" : "`@Roles('admin')` here (only administrators change the catalogue), or `@AnyPerson()` where any signed-in person"}
- * ${n.owned ? 'where only administrators may' : 'may'}; and its query (a DTO, or \`@NoQueryParams()\`): the service does not start while one is missing.
+ * Every route declares who may call it in one decorator (\`@Access({...})\`, or \`@Public()\`): ${n.owned ? "here any signed-in person, on their own records (the service keeps to them; an administrator reaches everyone's)" : 'here any signed-in person reads and only administrators change the catalogue'};
+ * and its query (a DTO, or \`@NoQueryParams()\`). The service does not start while one is missing.
  */
 @ApiTags('${n.plural}')
 @Controller('${n.plural}')
@@ -427,14 +429,14 @@ export class ${n.Plural}Controller {
   constructor(private readonly ${n.pluralVar}: ${n.Plural}Service) {}
 
   @Get()
-  @Scopes(${n.Plural}Scope.read)
+  ${reads}
   @ApiOkResponse({ type: ${n.Singular}PageResponseDto })
   list(${caller}@Query() query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
     return this.${n.pluralVar}.list(${by}query);
   }
 
   @Get(':${n.idParam}')
-  @Scopes(${n.Plural}Scope.read)
+  ${reads}
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404)
@@ -443,8 +445,7 @@ export class ${n.Plural}Controller {
   }
 
   @Post()
-  @Scopes(${n.Plural}Scope.write)
-  ${writers}
+  ${writes}
   @ApiCreatedResponse({ type: ${n.Singular}ResponseDto, description: 'Location: /${n.plural}/{id}' })
   @ApiProblems(409, 413)
   async create(
@@ -458,8 +459,7 @@ export class ${n.Plural}Controller {
   }
 
   @Put(':${n.idParam}')
-  @Scopes(${n.Plural}Scope.write)
-  ${writers}
+  ${writes}
   @ApiOkResponse({ type: ${n.Singular}ResponseDto })
   @ApiUuidParams('${n.idParam}')
   @ApiProblems(404, 409, 413)
@@ -472,8 +472,7 @@ export class ${n.Plural}Controller {
   }
 
   @Delete(':${n.idParam}')
-  @Scopes(${n.Plural}Scope.write)
-  ${writers}
+  ${writes}
   @HttpCode(204)
   @ApiNoContentResponse()
   @ApiUuidParams('${n.idParam}')

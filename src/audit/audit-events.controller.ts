@@ -1,6 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { Roles, Scopes } from '../auth/auth.decorators';
+import { Access } from '../auth/auth.decorators';
 import { ApiProblems } from '../common/openapi';
 import type { Page } from '../common/pagination';
 import { AuditScope } from './audit.scopes';
@@ -11,8 +11,7 @@ import { AuditEventsQueryDto } from './dto/audit-events-query.dto';
 @ApiTags('admin')
 @ApiProblems(503)
 @Controller('admin/audit-events')
-@Scopes(AuditScope.read)
-@Roles('admin')
+@Access({ scopes: [AuditScope.read], people: ['admin'] })
 export class AuditEventsController {
   constructor(private readonly audit: AuditService) {}
 

@@ -6,50 +6,57 @@ import type { AuthPrincipal } from './principal';
 import type { Scope } from './scopes';
 
 export const IS_PUBLIC_KEY = 'auth:isPublic';
-export const SCOPES_KEY = 'auth:scopes';
-export const ANY_SCOPE_KEY = 'auth:anyScope';
-export const ROLES_KEY = 'auth:roles';
-export const CLIENT_TOKENS_KEY = 'auth:clientTokens';
-export const ANY_PERSON_KEY = 'auth:anyPerson';
+export const ACCESS_KEY = 'auth:access';
 
 /*
- * Every route declares who may call it, in exactly one of three ways: `@Public()`, `@Scopes(...)` with at least
- * one scope, or `@AnyScope()`; a protected route that writes (POST, PUT, PATCH, DELETE) also says whose call it
- * is: `@Roles(...)`, or `@AnyPerson()` when any signed-in person may (on their own records). The application
- * refuses to start while a route declares none of them (or an empty `@Scopes()`), naming its method and path, and
- * the bearer guard denies such a route should one ever be reached.
+ * Every route declares who may call it in one decorator, on the handler or its controller (the handler's wins,
+ * whole): `@Public()`, or `@Access({...})` naming the scopes, the people, whether clients' own tokens may call it
+ * and whether it acts on the caller's own records. The application refuses to start while a route declares
+ * neither, or an invalid rule (see RouteAccessCheck), naming its method and path; the bearer guard denies such a
+ * route should one ever be reached.
  */
+
+/** Who may call a protected route. */
+export interface AccessRule {
+  /** The scopes the access token must carry, every one; `'any'`: any valid token (a route that only says who calls). */
+  readonly scopes: readonly [Scope, ...Scope[]] | 'any';
+  /**
+   * The people who may call it: those with one of these roles (read from the user directory on each call, so a
+   * demotion takes effect at once; checked after the scopes, before validation, so a caller without the role
+   * learns nothing about the body rules), or `'any'` signed-in person.
+   */
+  readonly people: readonly [string, ...string[]] | 'any';
+  /**
+   * The route acts on the caller's own records only (an administrator's reach: everyone's), and another person's
+   * record answers 404, as one that does not exist. The handler enforces it; the route inventory tries it. A write
+   * route open to `people: 'any'` must say so, or the start stops.
+   */
+  readonly ownRecords?: true;
+  /**
+   * A client's own token (client-credentials grant, no user) may call it too, with the route's scopes: the
+   * operator who allowed the client those scopes at registration has decided for it, so `people` applies to
+   * people only. Without it such a token gets 403.
+   */
+  readonly clientTokens?: true;
+}
 
 /** Opts a route (or controller) out of the global bearer guard. */
 export const Public = () => SetMetadata(IS_PUBLIC_KEY, true);
 
-/** The scopes a route needs: the access token must carry every one of them. */
-export function Scopes(...scopes: [Scope, ...Scope[]]) {
-  return applyDecorators(SetMetadata(SCOPES_KEY, scopes), ApiOAuth2(scopes, 'oauth2'), ApiBearerAuth('bearer'), ApiProblems(400, 401, 403));
-}
-
-/** Any valid access token, whatever its scopes (e.g. a route that only tells the caller who it is). */
-export function AnyScope() {
-  return applyDecorators(SetMetadata(ANY_SCOPE_KEY, true), ApiOAuth2([], 'oauth2'), ApiBearerAuth('bearer'), ApiProblems(400, 401));
-}
-
-/**
- * The roles allowed to call a route (checked after the scopes, before validation, so that a caller without the
- * role learns nothing about the body rules). Roles are read from the user directory on each call, so a demotion
- * takes effect at once.
- */
-export function Roles(...roles: [string, ...string[]]) {
-  return applyDecorators(SetMetadata(ROLES_KEY, roles), ApiExtension('x-roles', roles), ApiProblems(403));
-}
-
-/**
- * Lets a client that obtained a token for itself (client-credentials grant, no user) call the route too, when its
- * token has the route's scopes. Without it such a token gets 403: every other route acts for a signed-in person
- * ("own records", a user's role). On a route that also has `@Roles()`, the roles apply to people only: the
- * operator who allowed the client those scopes at registration has decided for it.
- */
-export function AcceptClientTokens() {
-  return applyDecorators(SetMetadata(CLIENT_TOKENS_KEY, true), ApiExtension('x-client-credentials', true));
+/** The one access declaration of a protected route (or of every route of a controller without its own). */
+export function Access(rule: AccessRule) {
+  const scopes = rule.scopes === 'any' ? [] : [...rule.scopes];
+  // 403: a missing scope, a role the caller lacks, or a client's own token where a person's is needed.
+  const mayForbid = rule.scopes !== 'any' || rule.people !== 'any' || !rule.clientTokens;
+  return applyDecorators(
+    SetMetadata(ACCESS_KEY, rule),
+    ApiOAuth2(scopes, 'oauth2'),
+    ApiBearerAuth('bearer'),
+    ApiProblems(400, 401, ...(mayForbid ? [403] : [])),
+    ...(rule.people === 'any' ? [] : [ApiExtension('x-roles', rule.people)]),
+    ...(rule.ownRecords ? [ApiExtension('x-own-records', true)] : []),
+    ...(rule.clientTokens ? [ApiExtension('x-client-credentials', true)] : []),
+  );
 }
 
 export type RequestWithPrincipal = Request & { principal?: AuthPrincipal };
@@ -60,12 +67,3 @@ export const Principal = createParamDecorator((_: unknown, ctx: ExecutionContext
   if (!principal) throw new Error('@Principal() used on a route without an authenticated caller');
   return principal;
 });
-
-/**
- * Any signed-in person whose token has the route's scopes may call this write route; the handler decides whose
- * records it acts on (the caller's own, or any for an administrator). The explicit alternative to `@Roles(...)`
- * that every protected write route needs: forgetting both stops the start.
- */
-export function AnyPerson() {
-  return applyDecorators(SetMetadata(ANY_PERSON_KEY, true), ApiExtension('x-any-person', true));
-}

@@ -16,7 +16,7 @@ import { RouteAccessCheck } from './route-access.check';
 
 /**
  * The resource server's side of OAuth, which every feature module relies on: the global bearer guard (deny by
- * default; `@Public()` opts out, `@Scopes()` declares what a route needs), local access-token verification and
+ * default; `@Public()` opts out, `@Access({...})` declares who may call a route), local access-token verification and
  * the in-memory list of revoked grants, and the RFC 9728 metadata that tells a client where tokens come from. Feature modules need not import it: its decorators are plain functions
  * and the guard is global once the application imports this module.
  */

@@ -3,23 +3,24 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { bearerChallenge } from '../common/bearer-challenge';
 import { HttpProblemError } from '../common/http-problem.error';
-import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, type RequestWithPrincipal, SCOPES_KEY } from './auth.decorators';
+import type { RequestWithPrincipal } from './auth.decorators';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { BearerOptions } from './bearer.strategy';
 import type { AuthPrincipal } from './principal';
 import { Callers } from './callers';
-import { type RouteTargets, accessDeclarationProblem } from './route-access.check';
+import { type RouteTargets, accessDeclarationProblem, declaredAccess } from './route-access.check';
 
 const USER_TOKEN_REQUIRED = 'This route acts for a signed-in user; a client-credentials token cannot call it.';
 
 /** A route's access declaration, read from its metadata once and kept for every later request. */
-interface AccessRule {
+interface CheckedRule {
   isPublic: boolean;
   /** Set when the declaration is invalid: the route is denied. */
   problem: string | undefined;
-  /** The scopes the token must carry (empty for `@AnyScope()`). */
+  /** The scopes the token must carry (empty for `scopes: 'any'`). */
   scopes: string[];
-  roles: string[] | undefined;
+  /** The roles a person needs (`undefined`: any person). */
+  roles: readonly string[] | undefined;
   /** Whether a client-credentials token (no user) may call it. */
   clientTokens: boolean;
 }
@@ -34,7 +35,7 @@ interface AccessRule {
 @Injectable()
 export class BearerAuthGuard extends AuthGuard('bearer') {
   /** Per controller class, then per handler (a handler inherited by two controllers may be declared apart). */
-  private readonly rules = new WeakMap<object, WeakMap<object, AccessRule>>();
+  private readonly rules = new WeakMap<object, WeakMap<object, CheckedRule>>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -72,7 +73,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     return true;
   }
 
-  private ruleOf(context: ExecutionContext): AccessRule {
+  private ruleOf(context: ExecutionContext): CheckedRule {
     const handler = context.getHandler();
     const controller = context.getClass();
     let rules = this.rules.get(controller);
@@ -80,14 +81,15 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     let rule = rules.get(handler);
     if (!rule) {
       const targets = [handler, controller] as RouteTargets;
-      const anyScope = this.reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true;
-      const scopes = anyScope ? [] : (this.reflector.getAllAndOverride<string[] | undefined>(SCOPES_KEY, targets) ?? []);
+      const declared = declaredAccess(this.reflector, targets);
+      const problem = accessDeclarationProblem(this.reflector, targets);
+      const access = problem ? undefined : declared.rule;
       rule = {
-        isPublic: this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) === true,
-        problem: accessDeclarationProblem(this.reflector, targets),
-        scopes,
-        roles: this.reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
-        clientTokens: this.reflector.getAllAndOverride<boolean>(CLIENT_TOKENS_KEY, targets) === true,
+        isPublic: !problem && declared.isPublic,
+        problem,
+        scopes: access && access.scopes !== 'any' ? [...access.scopes] : [],
+        roles: access && access.people !== 'any' ? access.people : undefined,
+        clientTokens: access?.clientTokens === true,
       };
       rules.set(handler, rule);
     }
@@ -116,7 +118,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     return user as TUser;
   }
 
-  private async checkRole(principal: AuthPrincipal, roles: string[]): Promise<void> {
+  private async checkRole(principal: AuthPrincipal, roles: readonly string[]): Promise<void> {
     const role = await this.callers.roleOf(principal.sub);
     // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
     if (role === undefined) throw invalidToken('The user of this access token no longer exists.');

@@ -5,7 +5,7 @@ import { RoleDirectory } from './role-directory';
 
 /**
  * A caller's role, read now from the users module's RoleDirectory (found application-wide, so auth does not depend
- * on users; a demotion applies at once): for the bearer guard's `@Roles()` check, and for a module that keeps
+ * on users; a demotion applies at once): for the bearer guard's role check, and for a module that keeps
  * records per person, whether its caller is an administrator and so which owner's records their queries keep to.
  * Exported by AuthModule.
  */

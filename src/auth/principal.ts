@@ -18,8 +18,8 @@ export interface ActClaim {
 export interface AuthPrincipal {
   /**
    * `user`: a person signed in and the client acts for them (`sub` is the user id); `client`: a client obtained the
-   * token for itself with the client-credentials grant (`sub` is the client id). Only routes marked
-   * `@AcceptClientTokens()` let a `client` caller in.
+   * token for itself with the client-credentials grant (`sub` is the client id). Only routes declaring
+   * `clientTokens: true` let a `client` caller in.
    */
   kind: 'user' | 'client';
   /** The user id, or the client id for a `client` caller. */

@@ -1,5 +1,5 @@
 /**
- * Where the bearer guard learns a caller's role for `@Roles()` routes. The users module provides it (roles live
+ * Where the bearer guard learns a caller's role on routes open to some roles only. The users module provides it (roles live
  * with the users, not in the token, so a demotion takes effect at once); the guard finds it application-wide, so
  * the auth module does not depend on users.
  */

@@ -1,7 +1,7 @@
 import { Controller, Injectable, type OnApplicationBootstrap, Post, RequestMethod, type Type } from '@nestjs/common';
 import { StartupCheckError } from '../common/startup-check.error';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { ANY_PERSON_KEY, ANY_SCOPE_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from './auth.decorators';
+import { ACCESS_KEY, type AccessRule, IS_PUBLIC_KEY } from './auth.decorators';
 import { isScope } from './scopes';
 
 /** What Nest's own decorators record on a probe: the metadata keys of a route, and of its method and path. */
@@ -53,26 +53,36 @@ export function routeName(handler: object, controller: object): string {
 /** A route handler and its controller, as the guard and the start-up check read their metadata (handler first). */
 export type RouteTargets = [handler: (...args: never[]) => unknown, controller: Type<unknown>];
 
+/** A route's access declaration: public, its rule (the handler's, else its controller's), or none. */
+export function declaredAccess(reflector: Reflector, targets: RouteTargets): { isPublic: boolean; rule: AccessRule | undefined } {
+  return {
+    isPublic: reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) === true,
+    rule: reflector.getAllAndOverride<AccessRule | undefined>(ACCESS_KEY, targets),
+  };
+}
+
+const isNonEmptyList = (value: unknown): value is unknown[] => Array.isArray(value) && value.length > 0;
+
 /** What is wrong with one handler's access declaration, or `undefined` when it has a valid one. */
 export function accessDeclarationProblem(reflector: Reflector, targets: RouteTargets): string | undefined {
-  if (reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets)) return undefined;
-  const roles = reflector.getAllAndOverride<unknown>(ROLES_KEY, targets);
-  if (roles !== undefined && (!Array.isArray(roles) || roles.length === 0 || roles.some((r) => typeof r !== 'string' || !r))) {
-    return '@Roles() needs at least one role';
+  const { isPublic, rule } = declaredAccess(reflector, targets);
+  if (isPublic) return rule === undefined ? undefined : 'declares both @Public() and @Access()';
+  if (rule === undefined) return 'declares neither @Public() nor @Access({ scopes, people })';
+  // The types rule most of this out; a rule built at run time (or cast) is checked all the same.
+  const { scopes, people, ownRecords, clientTokens } = rule as Partial<Record<keyof AccessRule, unknown>>;
+  if (scopes !== 'any' && !isNonEmptyList(scopes)) return "@Access() needs scopes: at least one, or 'any' for any valid token";
+  const unknown = scopes === 'any' ? [] : scopes.filter((s) => typeof s !== 'string' || !isScope(s));
+  if (unknown.length) return `@Access() names unknown scopes: ${unknown.join(', ')}`;
+  if (people !== 'any' && !(isNonEmptyList(people) && people.every((r) => typeof r === 'string' && r))) {
+    return "@Access() needs people: the roles that may call it, or 'any' signed-in person";
   }
-  const anyPerson = reflector.getAllAndOverride<boolean>(ANY_PERSON_KEY, targets) === true;
-  if (roles !== undefined && anyPerson) return 'declares both @Roles(...) and @AnyPerson()';
+  if (![undefined, true].includes(ownRecords as never) || ![undefined, true].includes(clientTokens as never)) {
+    return '@Access() takes ownRecords and clientTokens as true or not at all';
+  }
   const method = methodOf(targets[0]);
-  if (method !== undefined && WRITES.has(method) && roles === undefined && !anyPerson) {
-    return 'writes, and declares neither @Roles(...) nor @AnyPerson()';
+  if (method !== undefined && WRITES.has(method) && people === 'any' && !ownRecords) {
+    return "lets any person write without acting on their own records only: name the roles (people: ['admin']) or declare ownRecords: true";
   }
-  const scopes = reflector.getAllAndOverride<unknown>(SCOPES_KEY, targets);
-  const anyScope = reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true;
-  if (scopes === undefined) return anyScope ? undefined : 'declares neither @Public(), @Scopes(...) nor @AnyScope()';
-  if (anyScope) return 'declares both @Scopes(...) and @AnyScope()';
-  if (!Array.isArray(scopes) || scopes.length === 0) return '@Scopes() is empty (use @AnyScope() for any valid token)';
-  const unknown = scopes.filter((s) => typeof s !== 'string' || !isScope(s));
-  if (unknown.length) return `@Scopes() names unknown scopes: ${unknown.join(', ')}`;
   return undefined;
 }
 

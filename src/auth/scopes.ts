@@ -15,9 +15,9 @@ export interface ScopeDefinition {
 }
 
 /**
- * Declares a module's scopes in its own `<feature>.scopes.ts`, and returns their names for `@Scopes(...)`:
+ * Declares a module's scopes in its own `<feature>.scopes.ts`, and returns their names for `@Access({ scopes })`:
  * `export const OrdersScope = defineScopes({ read: { name: 'orders:read', description: 'See orders' } })`, then
- * `@Scopes(OrdersScope.read)`. Metadata, consent, OpenAPI, client registration, the demo and the tests all read
+ * `@Access({ scopes: [OrdersScope.read], people: 'any' })`. Metadata, consent, OpenAPI, client registration, the demo and the tests all read
  * the scopes from this registry, so a new module's scopes are written in its own folder only.
  */
 export function defineScopes<const T extends Record<string, ScopeDefinition>>(scopes: T): { readonly [K in keyof T]: T[K]['name'] } {

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import { AnyPerson, Principal, Scopes } from '../auth/auth.decorators';
+import { Access, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -20,7 +20,7 @@ export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   @Get()
-  @Scopes(OrdersScope.read)
+  @Access({ scopes: [OrdersScope.read], people: 'any', ownRecords: true })
   @ApiOkResponse({ type: OrderPageResponseDto })
   @ApiProblems(404)
   list(
@@ -33,7 +33,7 @@ export class OrdersController {
 
   @Get(':orderId')
   @ApiUuidParams('orderId')
-  @Scopes(OrdersScope.read)
+  @Access({ scopes: [OrdersScope.read], people: 'any', ownRecords: true })
   @ApiOkResponse({ type: OrderResponseDto })
   @ApiProblems(404)
   get(
@@ -46,9 +46,8 @@ export class OrdersController {
   }
 
   @Post()
-  @Scopes(OrdersScope.write)
   // A person orders for themselves; an administrator for anyone (OrdersService decides).
-  @AnyPerson()
+  @Access({ scopes: [OrdersScope.write], people: 'any', ownRecords: true })
   @ApiCreatedResponse({ type: OrderResponseDto, description: 'Location: /users/{userId}/orders/{id}' })
   @ApiProblems(404, 413, 415)
   async create(

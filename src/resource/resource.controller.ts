@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse } from '@nestjs/swagger';
-import { AcceptClientTokens, AnyScope, Principal } from '../auth/auth.decorators';
+import { Access, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import { NoQueryParams } from '../common/validation';
 
@@ -11,8 +11,7 @@ export interface ResourceResponse {
 @Controller('api/resource')
 export class ResourceController {
   @Get()
-  @AnyScope()
-  @AcceptClientTokens()
+  @Access({ scopes: 'any', people: 'any', clientTokens: true })
   @ApiOkResponse({
     description: 'Who called: the token subject, its client and scopes',
     schema: {

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res }
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import { AcceptClientTokens, AnyPerson, Principal, Roles, Scopes } from '../auth/auth.decorators';
+import { Access, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
@@ -20,9 +20,7 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Get()
-  @Scopes(UsersScope.read)
-  @Roles('admin')
-  @AcceptClientTokens()
+  @Access({ scopes: [UsersScope.read], people: ['admin'], clientTokens: true })
   @ApiOkResponse({ type: UserPageResponseDto })
   list(@Query() query: ListUsersQueryDto): Promise<Page<UserResponseDto>> {
     return this.users.list(query);
@@ -30,7 +28,7 @@ export class UsersController {
 
   @Get(':userId')
   @ApiUuidParams('userId')
-  @Scopes(UsersScope.read)
+  @Access({ scopes: [UsersScope.read], people: 'any', ownRecords: true })
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404)
   get(
@@ -42,8 +40,7 @@ export class UsersController {
   }
 
   @Post()
-  @Scopes(UsersScope.write)
-  @Roles('admin')
+  @Access({ scopes: [UsersScope.write], people: ['admin'] })
   @ApiCreatedResponse({ type: UserResponseDto, description: 'Location: /users/{id}' })
   @ApiProblems(409, 413, 415)
   async create(
@@ -58,9 +55,8 @@ export class UsersController {
 
   @Put(':userId')
   @ApiUuidParams('userId')
-  @Scopes(UsersScope.write)
   // A person changes their own record; an administrator anyone's (UsersService decides).
-  @AnyPerson()
+  @Access({ scopes: [UsersScope.write], people: 'any', ownRecords: true })
   @ApiOkResponse({ type: UserResponseDto })
   @ApiProblems(404, 409, 413, 415)
   update(
@@ -74,8 +70,7 @@ export class UsersController {
 
   @Delete(':userId')
   @ApiUuidParams('userId')
-  @Scopes(UsersScope.write)
-  @Roles('admin')
+  @Access({ scopes: [UsersScope.write], people: ['admin'] })
   @ApiNoContentResponse({ description: 'Deleted, with its orders, sessions, grants and refresh tokens' })
   @ApiProblems(404)
   @HttpCode(204)

@@ -65,8 +65,8 @@ function listedUser(row: ListedUserRow): ListedUser {
 }
 
 /**
- * The users module's one way to its tables. The paths every admin request takes (the caller's role for
- * `@Roles()`) or that a list page repeats (the page, its total) are plain prepared SQL through `SqlRunner`, like
+ * The users module's one way to its tables. The paths every admin request takes (the caller's role on a
+ * route open to some roles) or that a list page repeats (the page, its total) are plain prepared SQL through `SqlRunner`, like
  * the OAuth hot paths (TypeORM's query building and hydration were a fifth of `GET /users`' CPU, see
  * docs/performance.md); the other reads and the writes go through TypeORM's repository.
  */

@@ -1,13 +1,11 @@
 import { Controller, Delete, Get, Module, Post } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
-import { AnyPerson, AnyScope, Roles, Scopes } from '../../src/auth/auth.decorators';
+import { Access, type AccessRule, Public } from '../../src/auth/auth.decorators';
 import { createTestApp, createTestDatabase } from '../support/test-app';
 
-// Team routes as a team might write them by mistake. Casts stand for what the type checker cannot stop: a call
-// through `any`, a spread of an empty list, or plain JavaScript.
-const emptyScopes = Scopes as unknown as () => MethodDecorator;
-const emptyRoles = Roles as unknown as () => MethodDecorator;
-const looseScopes = Scopes as unknown as (...scopes: string[]) => MethodDecorator;
+// Team routes as a team might write them by mistake. The casts stand for what the type checker cannot stop: a
+// call through `any`, a spread of an empty list, a rule built at run time, or plain JavaScript.
+const loose = (rule: Record<string, unknown>) => Access(rule as unknown as AccessRule);
 
 @Controller('team-undeclared')
 class UndeclaredController {
@@ -20,7 +18,7 @@ class UndeclaredController {
 @Controller('team-empty-scopes')
 class EmptyScopesController {
   @Get()
-  @emptyScopes()
+  @loose({ scopes: [], people: 'any' })
   halfDeleted(): string {
     return 'any token';
   }
@@ -29,7 +27,7 @@ class EmptyScopesController {
 @Controller('team-unknown-scope')
 class UnknownScopeController {
   @Get()
-  @looseScopes('products:read')
+  @loose({ scopes: ['products:read'], people: 'any' })
   typo(): string {
     return 'nobody';
   }
@@ -38,39 +36,48 @@ class UnknownScopeController {
 @Controller('team-empty-roles')
 class EmptyRolesController {
   @Get()
-  @AnyScope()
-  @emptyRoles()
+  @loose({ scopes: 'any', people: [] })
   noRole(): string {
     return 'nobody';
   }
 }
 
-@Controller('team-both')
-class BothController {
+@Controller('team-no-people')
+class NoPeopleController {
   @Get()
-  @Scopes('users:read')
-  @AnyScope()
-  confused(): string {
-    return 'which one';
+  @loose({ scopes: ['users:read'] })
+  forgotten(): string {
+    return 'whom';
   }
 }
 
+// A write route whose roles were deleted from its rule: the start names it by method and path.
 @Controller('widgets')
 class RoleForgottenController {
   @Post()
-  @Scopes('users:write')
+  @loose({ scopes: ['users:write'] })
   create(): string {
     return 'anyone with the scope';
   }
 }
 
-@Controller('team-role-and-person')
-class RoleAndPersonController {
+// Open to every person, writing, and not kept to the caller's own records: anyone could change anyone's.
+@Controller('team-everyone-writes')
+class EveryoneWritesController {
   @Delete(':id')
-  @Scopes('users:write')
-  @Roles('admin')
-  @AnyPerson()
+  @Access({ scopes: ['users:write'], people: 'any' })
   remove(): string {
+    return 'anyone';
+  }
+}
+
+// Public on the controller, a rule on the handler: which one was meant?
+@Public()
+@Controller('team-both')
+class BothController {
+  @Get()
+  @Access({ scopes: ['users:read'], people: ['admin'] })
+  confused(): string {
     return 'which one';
   }
 }
@@ -78,24 +85,20 @@ class RoleAndPersonController {
 const cases = [
   {
     controller: UndeclaredController,
-    handler: 'UndeclaredController.open',
-    problem: 'declares neither @Public(), @Scopes(...) nor @AnyScope()',
+    handler: 'GET /team-undeclared (UndeclaredController.open)',
+    problem: 'declares neither @Public() nor @Access({ scopes, people })',
   },
-  { controller: EmptyScopesController, handler: 'EmptyScopesController.halfDeleted', problem: '@Scopes() is empty' },
+  { controller: EmptyScopesController, handler: 'EmptyScopesController.halfDeleted', problem: '@Access() needs scopes' },
   { controller: UnknownScopeController, handler: 'UnknownScopeController.typo', problem: 'unknown scopes: products:read' },
-  { controller: EmptyRolesController, handler: 'EmptyRolesController.noRole', problem: '@Roles() needs at least one role' },
-  { controller: BothController, handler: 'BothController.confused', problem: 'both @Scopes(...) and @AnyScope()' },
-  // A write route says whose call it is; the start names it by method and path.
+  { controller: EmptyRolesController, handler: 'EmptyRolesController.noRole', problem: '@Access() needs people' },
+  { controller: NoPeopleController, handler: 'GET /team-no-people (NoPeopleController.forgotten)', problem: '@Access() needs people' },
+  { controller: RoleForgottenController, handler: 'POST /widgets (RoleForgottenController.create)', problem: '@Access() needs people' },
   {
-    controller: RoleForgottenController,
-    handler: 'POST /widgets (RoleForgottenController.create)',
-    problem: 'writes, and declares neither @Roles(...) nor @AnyPerson()',
+    controller: EveryoneWritesController,
+    handler: 'DELETE /team-everyone-writes/:id (EveryoneWritesController.remove)',
+    problem: 'lets any person write without acting on their own records only',
   },
-  {
-    controller: RoleAndPersonController,
-    handler: 'DELETE /team-role-and-person/:id (RoleAndPersonController.remove)',
-    problem: 'declares both @Roles(...) and @AnyPerson()',
-  },
+  { controller: BothController, handler: 'GET /team-both (BothController.confused)', problem: 'declares both @Public() and @Access()' },
 ];
 
 describe('start-up check of access declarations (fail closed)', () => {

@@ -5,7 +5,7 @@ import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/com
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { bearerChallenge, registerClient, token } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANY_SCOPE_KEY, CLIENT_TOKENS_KEY, IS_PUBLIC_KEY, ROLES_KEY, SCOPES_KEY } from '../../src/auth/auth.decorators';
+import { ACCESS_KEY, type AccessRule, IS_PUBLIC_KEY } from '../../src/auth/auth.decorators';
 import { allScopes, scopeRole } from '../../src/auth/scopes';
 import { NoQueryParamsPipe } from '../../src/common/validation';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -20,8 +20,9 @@ interface Route {
   /** How the route declares its query string: a DTO class, `@NoQueryParams()`, or not at all. */
   query: 'dto' | 'none' | undefined;
   anyScope: boolean;
-  roles: string[] | undefined;
+  roles: readonly string[] | undefined;
   clientTokens: boolean;
+  ownRecords: boolean;
 }
 
 /**
@@ -104,7 +105,7 @@ const PROTOCOL_ROUTES = [
 /**
  * The contract's routes that only an administrator may call (listing, creating and deleting users; the admin API
  * for clients; the audit trail). A module may add its own: which routes are admin-only is read from the routes'
- * `@Roles()` and checked against what they answer.
+ * `@Access({ people })` and checked against what they answer.
  */
 const ADMIN_ONLY = [
   'GET /users',
@@ -121,9 +122,18 @@ const ADMIN_ONLY = [
 
 /**
  * The contract's routes a client-credentials token (no user) may call; every other protected route acts for a
- * person. A module may add its own with `@AcceptClientTokens()`: the test reads them from the declarations.
+ * person. A module may add its own with `clientTokens: true`: the test reads them from the declarations.
  */
 const CLIENT_TOKEN_ROUTES = ['GET /api/resource', 'GET /users'];
+
+/** The contract's routes on a person's own records ("self or admin"): another person's answer 404. */
+const OWN_RECORDS = [
+  'GET /users/:userId',
+  'PUT /users/:userId',
+  'GET /users/:userId/orders',
+  'GET /users/:userId/orders/:orderId',
+  'POST /users/:userId/orders',
+];
 
 /** Reads a handler's `@Query()` parameter: a DTO class, or the pipe of `@NoQueryParams()`. */
 function queryDeclaration(controller: Type<unknown>, name: string): Route['query'] {
@@ -190,6 +200,7 @@ function discoverRoutes(t: TestApp): Route[] {
       if (paths === undefined) continue;
       const method = RequestMethod[reflector.get<RequestMethod>(METHOD_METADATA, handler)];
       const targets = [handler, controller];
+      const rule = reflector.getAllAndOverride<AccessRule | undefined>(ACCESS_KEY, targets);
       for (const prefix of prefixes) {
         for (const path of asList(paths)) {
           routes.push({
@@ -199,11 +210,12 @@ function discoverRoutes(t: TestApp): Route[] {
             handler: name,
             // Read as the global guard reads it: the handler first, then the class.
             isPublic: reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) === true,
-            scopes: reflector.getAllAndOverride<unknown>(SCOPES_KEY, targets),
+            scopes: rule?.scopes === 'any' ? undefined : rule?.scopes,
             query: queryDeclaration(controller, name),
-            anyScope: reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets) === true,
-            roles: reflector.getAllAndOverride<string[] | undefined>(ROLES_KEY, targets),
-            clientTokens: reflector.getAllAndOverride<boolean>(CLIENT_TOKENS_KEY, targets) === true,
+            anyScope: rule?.scopes === 'any',
+            roles: rule === undefined || rule.people === 'any' ? undefined : rule.people,
+            clientTokens: rule?.clientTokens === true,
+            ownRecords: rule?.ownRecords === true,
           });
         }
       }
@@ -227,7 +239,7 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
 
   it('discovers the routes of every controller, including the resource routes', () => {
     expect(IS_PUBLIC_KEY).toBe('auth:isPublic');
-    expect(SCOPES_KEY).toBe('auth:scopes');
+    expect(ACCESS_KEY).toBe('auth:access');
     const keys = routes.map(key);
     for (const required of [...Object.keys(RESOURCE_SCOPES), ...REQUIRED_PUBLIC]) expect(keys).toContain(required);
   });
@@ -249,7 +261,7 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     for (const required of REQUIRED_PUBLIC) expect(publicKeys).toContain(required);
   });
 
-  it('declares on every route that is not public either a non-empty list of known scopes or @AnyScope(), not both', () => {
+  it("declares on every route that is not public either a non-empty list of known scopes or scopes: 'any'", () => {
     const offenders = routes
       .filter((r) => !r.isPublic)
       .filter((r) =>
@@ -284,7 +296,7 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     for (const route of PROTOCOL_ROUTES) expect(routes.map(key)).toContain(route);
   });
 
-  it("restricts the contract's admin-only routes, and every route declaring @Roles('admin'), to administrators: 403 to anyone else", async () => {
+  it("restricts the contract's admin-only routes, and every route declaring people: ['admin'], to administrators: 403 to anyone else", async () => {
     const declared = routes.filter((r) => r.roles !== undefined);
     expect(declared.map(key)).toEqual(expect.arrayContaining(ADMIN_ONLY));
     for (const route of declared) expect(route.roles, key(route)).toEqual(['admin']);
@@ -300,8 +312,29 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     expect(answered).toEqual([]);
   });
 
-  it("lets client-credentials tokens into the routes declaring @AcceptClientTokens() (the contract's among them), and into no other", async () => {
-    expect(CLIENT_TOKENS_KEY).toBe('auth:clientTokens');
+  it("answers 404 to a person reading another person's records on every route declaring ownRecords under a :userId (the contract's among them)", async () => {
+    const own = routes.filter((r) => r.ownRecords && r.path.includes(':userId'));
+    expect(own.map(key)).toEqual(expect.arrayContaining(OWN_RECORDS));
+    for (const route of own) expect(route.roles, key(route)).toBeUndefined();
+    const [person, other] = [await t.createUser(), await t.createUser()];
+    const token = await t.token(
+      person.id,
+      allScopes().filter((s) => scopeRole(s) === undefined),
+    );
+    const revealed: string[] = [];
+    // Reads only: a write's body is validated before the record is looked up (a 400 says nothing of its owner).
+    for (const route of own.filter((r) => r.method === 'GET')) {
+      const path = route.path.replace(/:[A-Za-z]+/g, (param) => (param === ':userId' ? other.id : randomUUID()));
+      const res = await t.http().get(path).set('Authorization', `Bearer ${token}`);
+      if (res.status !== 404) revealed.push(`${key(route)} -> ${res.status}`);
+    }
+    expect(revealed).toEqual([]);
+    // And the person's own records are theirs: the same routes answer 200 on their own id.
+    const mine = await t.http().get(`/users/${person.id}/orders`).set('Authorization', `Bearer ${token}`);
+    expect(mine.status).toBe(200);
+  });
+
+  it("lets client-credentials tokens into the routes declaring clientTokens (the contract's among them), and into no other", async () => {
     const accepting = routes.filter((r) => r.clientTokens);
     expect(accepting.map(key)).toEqual(expect.arrayContaining(CLIENT_TOKEN_ROUTES));
     for (const route of accepting) expect(route.isPublic, key(route)).toBe(false);

@@ -2,7 +2,7 @@ import { Controller, Get, Module } from '@nestjs/common';
 import { ApiOkResponse } from '@nestjs/swagger';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Scopes } from '../../src/auth/auth.decorators';
+import { Access } from '../../src/auth/auth.decorators';
 import { scopeDescription } from '../../src/auth/scopes';
 import { SqlRunner, sql } from '../../src/database/sql';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
@@ -35,7 +35,7 @@ const CONSENT_EVENTS = sql`
 @Controller('step-up-probe')
 class TwoScopeController {
   @Get()
-  @Scopes(OrdersScope.read, UsersScope.read)
+  @Access({ scopes: [OrdersScope.read, UsersScope.read], people: 'any' })
   @ApiOkResponse({ description: 'The token has both scopes' })
   probe(): { ok: true } {
     return { ok: true };

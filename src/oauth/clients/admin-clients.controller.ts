@@ -2,7 +2,7 @@ import { type AuditBy, AuditedBy } from '../../audit/audit-events';
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Roles, Scopes } from '../../auth/auth.decorators';
+import { Access } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
 import { ApiProblems } from '../../common/openapi';
 import { type Page, PageQueryDto } from '../../common/pagination';
@@ -44,8 +44,7 @@ async function checked<T>(change: () => Promise<T>): Promise<T> {
 @ApiTags('admin')
 @ApiProblems(503)
 @Controller('admin/clients')
-@Scopes(ClientsScope.admin)
-@Roles('admin')
+@Access({ scopes: [ClientsScope.admin], people: ['admin'] })
 export class AdminClientsController {
   constructor(
     private readonly clients: ClientsService,

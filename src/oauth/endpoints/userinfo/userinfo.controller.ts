@@ -1,6 +1,6 @@
 import { Controller, Get, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { AnyPerson, Principal, Scopes } from '../../../auth/auth.decorators';
+import { Access, Principal } from '../../../auth/auth.decorators';
 import type { AuthPrincipal } from '../../../auth/principal';
 import { ApiProblems } from '../../../common/openapi';
 import { NoQueryParams } from '../../../common/validation';
@@ -19,7 +19,7 @@ export class UserInfoController {
   constructor(private readonly userInfo: UserInfoService) {}
 
   @Get()
-  @Scopes(OidcScope.openid)
+  @Access({ scopes: [OidcScope.openid], people: 'any', ownRecords: true })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ type: UserInfoResponseDto })
   get(@Principal() principal: AuthPrincipal, @NoQueryParams() _query: unknown): Promise<UserInfoResponseDto> {
@@ -28,9 +28,8 @@ export class UserInfoController {
 
   @Post()
   @HttpCode(200)
-  @Scopes(OidcScope.openid)
   // OpenID Connect's POST form of the read: the signed-in person's own claims.
-  @AnyPerson()
+  @Access({ scopes: [OidcScope.openid], people: 'any', ownRecords: true })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ type: UserInfoResponseDto })
   post(@Principal() principal: AuthPrincipal, @NoQueryParams() _query: unknown): Promise<UserInfoResponseDto> {
