@@ -60,7 +60,7 @@ misdeclared() {
   refuses_to_start "$work" "POST /$OWNED (WidgetsController.create) lets any person write without acting on their own records only" || return 1
   # Left out of src/features.ts (the edited controller goes with it), its sibling's migrations still run.
   git checkout -q src/features.ts
-  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts"
+  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" dist
   npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; return 1; }
   refuses_to_start "$work" "failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
 }
