@@ -54,6 +54,12 @@ export class AuditRepository {
     await this.db.atomic([...writes, AuditRepository.insertOf(event)]);
   }
 
+  /** Runs `write` and, only if it changed a row, the event's insert, in one transaction; says whether it did. */
+  async insertIfChanged(event: AuditEvent, write: Parameters<SqlRunner['atomic']>[0][number]): Promise<boolean> {
+    const [changed] = await this.db.atomic([write, AuditRepository.insertOf(event, { onlyIfChanged: true })]);
+    return changed > 0;
+  }
+
   /** A page of events by the admin API's filters, newest first unless asked otherwise, with the total count. */
   page(query: AuditEventsQueryDto): Promise<[AuditEvent[], number]> {
     const qb = this.events.createQueryBuilder('e');

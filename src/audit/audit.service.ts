@@ -83,6 +83,17 @@ export class AuditService {
     this.log(event);
   }
 
+  /**
+   * {@link recorded} for a change that may find its row changed meanwhile (a compare-and-set `write`): the event is
+   * stored and logged only if the write changed a row. Says whether it did.
+   */
+  async recordedIfChanged(input: Omit<AuditEventInput, 'actor'>, by: AuditBy, write: Write): Promise<boolean> {
+    const event = AuditService.event({ ...input, actor: by.actor }, by.context);
+    const changed = await this.events.insertIfChanged(event, write);
+    if (changed) this.log(event);
+    return changed;
+  }
+
   /** The insert of an event, to go in a group of {@link SqlRunner.atomic} writes with its change. */
   static writeOf(event: AuditEvent, options: { onlyIfChanged?: boolean } = {}): StatementWrite {
     return AuditRepository.insertOf(event, options);

@@ -13,7 +13,7 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
   beforeAll(async () => {
     t = await createTestApp(NO_RATE_LIMITS);
     const admin = await t.createUser({ role: 'admin' });
-    adminToken = await t.token(admin.id, ['clients:admin']);
+    adminToken = await t.token(admin.id, ['clients:admin', 'audit:read']);
   });
   afterAll(() => t.close());
 
@@ -146,6 +146,20 @@ describe('admin API for clients (/admin/clients, clients:admin + admin role)', (
     expectProblem(await admin().put(path, { add_scope: 'admin:everything' }), 400, path);
     expectProblem(await admin().put(path, { remove_scope: 'orders:read orders:write openid' }), 400, path);
     expect((await admin().get(path)).body.scope).toBe('orders:read orders:write openid');
+  });
+
+  it('keeps every scope of simultaneous add_scope / remove_scope changes (none is lost to another read before it)', async () => {
+    const created = (
+      await admin().post('/admin/clients', { name: 'Busy', redirect_uris: ['https://busy.example/cb'], scope: 'users:read' })
+    ).body;
+    const path = `/admin/clients/${created.client_id}`;
+    // Each reads the row and writes it back: without a check that the row is still what it read, the last one wins.
+    const changes = [{ add_scope: 'orders:read' }, { add_scope: 'orders:write' }, { add_scope: 'openid' }, { remove_scope: 'users:read' }];
+    const answers = await Promise.all(changes.map((change) => admin().put(path, change)));
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 200, 200]);
+    expect((await admin().get(path)).body.scope.split(' ').sort()).toEqual(['openid', 'orders:read', 'orders:write']);
+    const events = await admin().get(`/admin/audit-events?type=client.updated&client_id=${created.client_id}`);
+    expect(events.body.page.total).toBe(4);
   });
 
   it('changes only the fields asked for, from the stored row: a change another instance made to another field stays', async () => {

@@ -83,9 +83,14 @@ export class ClientsRepository {
     return sqlOf(this.clients.createQueryBuilder().insert().into(Client).values(client));
   }
 
-  /** The update of one client's columns, as a write of the caller's unit of work. */
-  updateOf(clientId: string, changes: Partial<Client>): Write {
-    return sqlOf(this.clients.createQueryBuilder().update(Client).set(changes).where('id = :id', { id: clientId }));
+  /**
+   * The update of one client's columns, as a write of the caller's unit of work; with `scopeWas`, only while its
+   * scope is still that (a change computed from the scope read does not overwrite one made since).
+   */
+  updateOf(clientId: string, changes: Partial<Client>, scopeWas?: string): Write {
+    const update = this.clients.createQueryBuilder().update(Client).set(changes).where('id = :id', { id: clientId });
+    if (scopeWas !== undefined) update.andWhere('scope = :scopeWas', { scopeWas });
+    return sqlOf(update);
   }
 
   /** A client's deletion (its grants, codes, refresh tokens and consents go with it), as a write of the caller's unit of work. */

@@ -116,6 +116,16 @@ export class ClientsService {
    * a client that registered itself, whose scope is only its default: see AuthorizationRequestValidator).
    */
   async update(clientId: string, changes: UpdateClientInput, by: AuditBy = BY_SYSTEM): Promise<ClientView> {
+    // A scope added or removed is computed from the scope read: when another change came in between, read again
+    // (each failed turn means another change succeeded, so this ends).
+    for (;;) {
+      const updated = await this.updateFromStored(clientId, changes, by);
+      if (updated) return updated;
+    }
+  }
+
+  /** One turn of {@link update}; `undefined` when a relative scope change found the scope changed since it was read. */
+  private async updateFromStored(clientId: string, changes: UpdateClientInput, by: AuditBy): Promise<ClientView | undefined> {
     // The stored row, not this instance's cached copy (another instance may have changed it a moment ago).
     const found = isRegisteredClientId(clientId) ? await this.clients.findById(clientId) : null;
     if (!found || found.metadataDocument !== null) throw new InvalidClientInputError(`no client with id "${clientId}"`);
@@ -158,7 +168,12 @@ export class ClientsService {
       Object.assign(set, keys);
       Object.assign(client, keys);
     }
-    await this.audit.recorded({ type: 'client.updated', clientId: client.id, details }, by, [this.updateOf(client.id, set)]);
+    const event = { type: 'client.updated', clientId: client.id, details } as const;
+    if (changes.addScope !== undefined || changes.removeScope !== undefined) {
+      if (!(await this.audit.recordedIfChanged(event, by, this.updateOf(client.id, set, found.scope)))) return undefined;
+    } else {
+      await this.audit.recorded(event, by, [this.updateOf(client.id, set)]);
+    }
     this.cache.delete(client.id);
     return ClientsService.view(client);
   }
@@ -230,8 +245,8 @@ export class ClientsService {
   }
 
   /** The update of one client's columns, to write with its audit event. */
-  private updateOf(clientId: string, changes: Partial<Client>) {
-    return this.clients.updateOf(clientId, changes);
+  private updateOf(clientId: string, changes: Partial<Client>, scopeWas?: string) {
+    return this.clients.updateOf(clientId, changes, scopeWas);
   }
 
   static view(client: Client): ClientView {
