@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RequestMethod, type Type } from '@nestjs/common';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { Controller, Post, Query, RequestMethod, type Type } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { bearerChallenge, registerClient, token } from '../support/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +7,32 @@ import { ACCESS_KEY, type AccessRule, IS_PUBLIC_KEY } from '../../src/auth/auth.
 import { allScopes, scopeRole } from '../../src/auth/scopes';
 import { NoQueryParamsPipe } from '../../src/common/validation';
 import { type TestApp, createTestApp } from '../support/test-app';
+
+/**
+ * The metadata keys Nest's public decorators write, learnt from a probe decorated with them (Nest names these keys
+ * only in its internal modules): a handler's path and method, a controller's path, and a handler's parameters
+ * (keyed `<type>:<index>`, the type of `@Query()` read off the probe's one parameter).
+ */
+const NEST = (() => {
+  class Probe {
+    handler(_query: unknown): void {}
+  }
+  Post('probe-path')(Probe.prototype, 'handler', Object.getOwnPropertyDescriptor(Probe.prototype, 'handler')!);
+  Query()(Probe.prototype, 'handler', 0);
+  Controller('probe-prefix')(Probe);
+  const keyOf = (target: object, value: unknown) => Reflect.getMetadataKeys(target).find((k) => Reflect.getMetadata(k, target) === value);
+  const [args] = Reflect.getMetadataKeys(Probe, 'handler') as unknown[];
+  const [querySlot] = Object.keys((Reflect.getMetadata(args, Probe, 'handler') ?? {}) as object);
+  const keys = {
+    path: keyOf(Probe.prototype.handler, 'probe-path'),
+    method: keyOf(Probe.prototype.handler, RequestMethod.POST),
+    prefix: keyOf(Probe, 'probe-prefix'),
+    args,
+    queryType: querySlot?.split(':')[0],
+  };
+  for (const [name, key] of Object.entries(keys)) if (key === undefined) throw new Error(`the probe found no key for ${name}`);
+  return keys as Record<keyof typeof keys, string>;
+})();
 
 interface Route {
   method: string;
@@ -137,10 +161,10 @@ const OWN_RECORDS = [
 
 /** Reads a handler's `@Query()` parameter: a DTO class, or the pipe of `@NoQueryParams()`. */
 function queryDeclaration(controller: Type<unknown>, name: string): Route['query'] {
-  const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, name) ?? {}) as Record<string, { index: number; pipes?: unknown[] }>;
+  const args = (Reflect.getMetadata(NEST.args, controller, name) ?? {}) as Record<string, { index: number; pipes?: unknown[] }>;
   const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, name) ?? []) as unknown[];
   for (const [slot, arg] of Object.entries(args)) {
-    if (Number(slot.split(':')[0]) !== RouteParamtypes.QUERY) continue;
+    if (slot.split(':')[0] !== NEST.queryType) continue;
     if (arg.pipes?.some((pipe) => pipe instanceof NoQueryParamsPipe)) return 'none';
     const type = types[arg.index];
     if (typeof type === 'function' && type !== Object) return 'dto';
@@ -193,12 +217,12 @@ function discoverRoutes(t: TestApp): Route[] {
     const { instance } = wrapper;
     const controller = wrapper.metatype as Type<unknown> | null;
     if (!instance || !controller) continue;
-    const prefixes = asList(reflector.get(PATH_METADATA, controller));
+    const prefixes = asList(reflector.get(NEST.prefix, controller));
     for (const name of scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
       const handler = (instance as Record<string, unknown>)[name] as (...args: unknown[]) => unknown;
-      const paths = reflector.get<string | string[] | undefined>(PATH_METADATA, handler);
+      const paths = reflector.get<string | string[] | undefined>(NEST.path, handler);
       if (paths === undefined) continue;
-      const method = RequestMethod[reflector.get<RequestMethod>(METHOD_METADATA, handler)];
+      const method = RequestMethod[reflector.get<RequestMethod>(NEST.method, handler)];
       const targets = [handler, controller];
       const rule = reflector.getAllAndOverride<AccessRule | undefined>(ACCESS_KEY, targets);
       for (const prefix of prefixes) {
