@@ -28,7 +28,9 @@ describe('configuration', () => {
 
   it('reads PostgreSQL URLs and an https issuer', () => {
     const c = AppConfig.fromEnv({ DATABASE_URL: 'postgres://u:p@db:5432/app', ISSUER: 'https://auth.example.com/' });
-    expect(c.database).toEqual({ kind: 'postgres', url: 'postgres://u:p@db:5432/app' });
+    expect(c.database).toEqual({ kind: 'postgres', url: 'postgres://u:p@db:5432/app', queryTimeoutSeconds: 10 });
+    const patient = AppConfig.fromEnv({ DATABASE_URL: 'postgres://u:p@db:5432/app', DATABASE_QUERY_TIMEOUT: '30' });
+    expect(patient.database).toEqual({ kind: 'postgres', url: 'postgres://u:p@db:5432/app', queryTimeoutSeconds: 30 });
     expect(c.issuer).toBe('https://auth.example.com');
     expect(c.secureCookies).toBe(true);
   });
@@ -38,6 +40,7 @@ describe('configuration', () => {
     [{ AUTH_CODE_TTL: '1.5' }, /AUTH_CODE_TTL/],
     [{ SESSION_TTL: '0' }, /SESSION_TTL must be at least 1/],
     [{ DATABASE_URL: 'mysql://x/y' }, /DATABASE_URL has an unknown scheme "mysql"/],
+    [{ DATABASE_URL: 'postgres://db/app', DATABASE_QUERY_TIMEOUT: '0' }, /DATABASE_QUERY_TIMEOUT must be at least 1/],
     [{ ISSUER: 'not a url' }, /ISSUER must be an absolute URL/],
     [{ RATE_LIMIT_LOGIN: 'many' }, /RATE_LIMIT_LOGIN/],
     [{ REDIS_URL: 'http://x' }, /REDIS_URL/],

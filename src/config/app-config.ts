@@ -15,7 +15,8 @@ function hostLiteral(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+/** PostgreSQL's `queryTimeoutSeconds`: how long a query may take while serving before the client gives up on it. */
+export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; queryTimeoutSeconds: number };
 
 function database(env: Env): DatabaseConfig {
   const raw = env.DATABASE_URL || 'sqlite:./data/app.sqlite';
@@ -30,7 +31,7 @@ function database(env: Env): DatabaseConfig {
     } catch {
       throw new ConfigError('DATABASE_URL is not a valid postgres:// URL');
     }
-    return { kind: 'postgres', url: raw };
+    return { kind: 'postgres', url: raw, queryTimeoutSeconds: wholeSeconds(env, 'DATABASE_QUERY_TIMEOUT', 10) };
   }
   const scheme = raw.includes(':') ? raw.slice(0, raw.indexOf(':')) : raw;
   throw new ConfigError(`DATABASE_URL has an unknown scheme "${scheme}" (use sqlite:<file> or postgres://...)`);
@@ -46,6 +47,7 @@ export class AppConfig {
     'PORT',
     'HOST',
     'DATABASE_URL',
+    'DATABASE_QUERY_TIMEOUT',
     'ISSUER',
     'AUDIENCE',
     'ACCESS_TOKEN_TTL',

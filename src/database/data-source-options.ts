@@ -61,8 +61,9 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
         max: 10,
         connectionTimeoutMillis: 3_000,
         idleTimeoutMillis: 30_000,
-        // A query that cannot finish (e.g. the server went away mid-statement) fails instead of hanging.
-        query_timeout: 10_000,
+        // A query that cannot finish (e.g. the server went away mid-statement) fails instead of hanging; start-up
+        // work runs without this limit (see DatabaseModule).
+        query_timeout: config.database.queryTimeoutSeconds * 1000,
       },
     },
     handles,

@@ -1,9 +1,27 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
 import { withStartupLock } from './startup-lock';
+
+/**
+ * PostgreSQL: runs the migrations on a data source of their own, without the client-side query timeout of serving
+ * (DATABASE_QUERY_TIMEOUT): waiting while another instance migrates, or an index built on a large table, may take
+ * longer than any query should while serving, and must not stop the start.
+ */
+async function migrated(options: Extract<DataSourceOptions, { type: 'postgres' }>): Promise<void> {
+  const migrating = await new DataSource({
+    ...options,
+    migrationsRun: false,
+    extra: { ...options.extra, query_timeout: false },
+  }).initialize();
+  try {
+    await withStartupLock(migrating, () => migrating.runMigrations());
+  } finally {
+    await migrating.destroy();
+  }
+}
 
 @Module({
   imports: [
@@ -17,6 +35,11 @@ import { withStartupLock } from './startup-lock';
       }),
       // Migrations run before any module uses the data source, one instance at a time (see withStartupLock).
       dataSourceFactory: async (options) => {
+        if (options!.type === 'postgres') {
+          await migrated(options!);
+          return new DataSource(options!).initialize();
+        }
+        // SQLite (perhaps `:memory:`, a database per connection): the migrations run on the connection that serves.
         const dataSource = await new DataSource({ ...options!, migrationsRun: false }).initialize();
         try {
           await withStartupLock(dataSource, () => dataSource.runMigrations());
