@@ -6,6 +6,7 @@ import { DatabaseModule } from './database/database.module';
 import { FEATURE_MODULES } from './features';
 import { KeysCommandsModule } from './keys/commands/keys-commands.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { MfaCommandsModule } from './mfa/commands/mfa-commands.module';
 import { OAuthCommandsModule } from './oauth/clients/commands/oauth-commands.module';
 import { UsersCommandsModule } from './users/commands/users-commands.module';
 
@@ -26,6 +27,7 @@ import { UsersCommandsModule } from './users/commands/users-commands.module';
     UsersCommandsModule,
     OAuthCommandsModule,
     KeysCommandsModule,
+    MfaCommandsModule,
   ],
 })
 export class CliModule {}

@@ -25,6 +25,9 @@ export const AUDIT_EVENT_TYPES = [
   'client.secret_rotated',
   'client.deleted',
   'key.rotated',
+  'factor.enrolled',
+  'factor.removed',
+  'recovery_code.used',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

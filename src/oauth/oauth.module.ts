@@ -9,6 +9,7 @@ import { SqlRunner } from '../database/sql';
 import { RetentionRepository } from './retention.repository';
 import { RetentionService } from './retention.service';
 import { KeysModule } from '../keys/keys.module';
+import { MfaModule } from '../mfa/mfa.module';
 import { SigningKeysService } from '../keys/signing-keys.service';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './endpoints/authorize/authorization-request';
@@ -24,6 +25,7 @@ import { CodeGrantService } from './grants/code-grant.service';
 import { ConsentsRepository } from './interaction/consents.repository';
 import { ConsentService } from './interaction/consent.service';
 import { ConnectedAppsController } from './interaction/connected-apps.controller';
+import { AccountSecurityController } from './interaction/account-security.controller';
 import { GrantsRepository } from './grants/grants.repository';
 import { ConnectedAppsService } from './interaction/connected-apps.service';
 import { AuthorizationCode } from './entities/authorization-code.entity';
@@ -94,6 +96,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AuditModule,
     KeysModule,
     UsersModule,
+    MfaModule,
   ],
   controllers: [
     MetadataController,
@@ -102,6 +105,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     LoginController,
     EndSessionController,
     ConnectedAppsController,
+    AccountSecurityController,
     TokenController,
     RevocationController,
     IntrospectionController,

@@ -149,6 +149,11 @@ export class UsersService implements RoleDirectory {
     return this.users.exists(userId);
   }
 
+  /** A person's email (what an authenticator app shows an account as); undefined when there is no such person. */
+  async emailOf(userId: string): Promise<string | undefined> {
+    return (await this.users.findById(userId))?.email;
+  }
+
   isEmpty(): Promise<boolean> {
     return this.users.isEmpty();
   }

@@ -43,15 +43,21 @@ describe('GET /docs/openapi.json tells the truth', () => {
     expect(Object.keys(form!.schema.properties ?? {})).toEqual(expect.arrayContaining(fields));
   });
 
-  it('the pages and redirects: /authorize, the consent form, /login, /logout and the connected-apps page', () => {
+  it('the pages and redirects: /authorize, the consent form, /login and its code step, /logout, the connected-apps and security pages', () => {
     expect(statuses('get', '/authorize')).toEqual(['200', '302', '400']);
     expect(statuses('post', '/authorize/consent')).toEqual(['303', '400', '403', '413', '415']);
     expect(statuses('get', '/login')).toEqual(['200']);
-    expect(statuses('post', '/login')).toEqual(['303', '400', '401', '403', '413', '415', '429']);
+    // 200: the form for the second factor's code, when the person has an authenticator.
+    expect(statuses('post', '/login')).toEqual(['200', '303', '400', '401', '403', '413', '415', '429']);
+    expect(statuses('post', '/login/code')).toEqual(['303', '400', '401', '403', '413', '415', '429']);
+    expect(statuses('get', '/account/security')).toEqual(['200', '302', '400']);
+    expect(statuses('post', '/account/security/totp')).toEqual(['200', '400', '403', '409', '413', '415']);
+    expect(statuses('post', '/account/security/totp/confirm')).toEqual(['200', '400', '403', '413', '415', '429']);
+    expect(statuses('post', '/account/security/totp/remove')).toEqual(['303', '400', '403', '413', '415', '429']);
     expect(statuses('post', '/logout')).toEqual(['303']);
     expect(statuses('get', '/account/apps')).toEqual(['200', '302', '400']);
     expect(statuses('post', '/account/apps/revoke')).toEqual(['303', '400', '403', '404', '413', '415']);
-    for (const path of ['/authorize/consent', '/login', '/account/apps/revoke'])
+    for (const path of ['/authorize/consent', '/login', '/login/code', '/account/apps/revoke', '/account/security/totp/confirm'])
       expect(op('post', path).requestBody?.content[FORM]).toBeDefined();
   });
 

@@ -299,6 +299,32 @@ describe('the built service', () => {
       const unknown = runToExit(env, [CLI, 'user:set-password', '--email', 'nobody@example.com', '--password', 'a new long password']);
       expect({ status: unknown.status, output: unknown.output.trim() }).toEqual({ status: 1, output: 'error: No such user.' });
 
+      // A person who lost their authenticator and recovery codes: the operator removes them (the rows as the
+      // account page stores them, written here directly).
+      const userId = JSON.stringify(page.data[0].id);
+      const sqlite = (script: string) =>
+        runToExit(env, ['-e', `const D=require('better-sqlite3');const db=new D(${JSON.stringify(db.url.slice(7))});${script}`]);
+      sqlite(
+        `db.prepare("insert into totp_factors (user_id, secret, created_at, confirmed_at, last_step) values (?, 'JBSWY3DPEHPK3PXP', 1, 1, 0)").run(${userId});` +
+          `db.prepare("insert into recovery_codes (code_hash, user_id, created_at, used_at) values ('h1', ?, 1, null)").run(${userId});`,
+      );
+      const resetFactors = runToExit(env, [CLI, 'user:reset-factors', '--email', 'cli.user@example.com']);
+      expect(resetFactors.status).toBe(0);
+      expect(JSON.parse(resetFactors.output)).toEqual({ user_id: page.data[0].id, removed: ['totp', 'recovery_codes'] });
+      const left = sqlite(
+        `process.stdout.write(JSON.stringify([db.prepare('select count(*) n from totp_factors where user_id=?').get(${userId}).n,` +
+          `db.prepare('select count(*) n from recovery_codes where user_id=?').get(${userId}).n,` +
+          `db.prepare("select actor from audit_events where type='factor.removed' and user_id=?").all(${userId}).map(r=>r.actor)]))`,
+      );
+      expect(JSON.parse(left.output)).toEqual([0, 0, ['system']]);
+      const nothing = runToExit(env, [CLI, 'user:reset-factors', '--email', 'cli.user@example.com']);
+      expect(JSON.parse(nothing.output)).toEqual({ user_id: page.data[0].id, removed: [] });
+      const nobody = runToExit(env, [CLI, 'user:reset-factors', '--email', 'nobody@example.com']);
+      expect({ status: nobody.status, output: nobody.output.trim() }).toEqual({
+        status: 1,
+        output: 'error: no user with email "nobody@example.com"',
+      });
+
       const created = runToExit(env, [CLI, 'client:create', '--name', 'Listed', '--redirect-uri', 'https://app.example.com/cb']);
       expect(created.status).toBe(0);
       const clients = runToExit(env, [CLI, 'client:list']);

@@ -50,9 +50,9 @@ interface Route {
 }
 
 /**
- * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login`, `/logout`, `/end-session*` (OpenID
+ * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login` and its second step `/login/code`, `/logout`, `/end-session*` (OpenID
  * Connect RP-initiated logout, whose confirmation form is checked against the login session), `/register*` (dynamic
- * registration, which takes its own tokens), the connected-apps page `/account/apps*` (the login session is its
+ * registration, which takes its own tokens), the account pages `/account/apps*` and `/account/security*` (the login session is their
  * authentication), `/.well-known/*`, `/health/*`, `/docs*`, `/metrics` (public to the bearer guard only: its own
  * guard admits the configured networks and the metrics token, a scraper holds no access token), and the demo
  * client's redirect URI.
@@ -63,10 +63,11 @@ const PUBLIC_PATTERNS = [
   /^\/revoke$/,
   /^\/introspect$/,
   /^\/register(\/:clientId)?$/,
-  /^\/login$/,
+  /^\/login(\/code)?$/,
   /^\/logout$/,
   /^\/end-session(\/confirm)?$/,
   /^\/account\/apps(\/revoke)?$/,
+  /^\/account\/security(\/totp(\/confirm|\/remove)?)?$/,
   /^\/\.well-known\/.+$/,
   /^\/health\/.+$/,
   /^\/docs(\/.*)?$/,
@@ -113,6 +114,7 @@ const PROTOCOL_ROUTES = [
   'POST /introspect',
   'GET /login',
   'POST /login',
+  'POST /login/code',
   'POST /logout',
   // OpenID Connect RP-Initiated Logout: a protocol endpoint and its confirmation form.
   'GET /end-session',

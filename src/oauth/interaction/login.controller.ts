@@ -11,16 +11,20 @@ import { AppConfig } from '../../config/app-config';
 import { MetricsService } from '../../metrics/metrics.service';
 import { PasswordHasher } from '../../users/password-hasher';
 import { UsersService } from '../../users/users.service';
-import { readCookie, sessionCookie, setCookie } from './cookies';
+import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
 import { OAuthConfig } from '../oauth.config';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { randomSecret, safeEqual } from '../../common/crypto/secrets';
 import { SessionsService } from './sessions.service';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
+import { SecondFactorsService } from '../../mfa/second-factors.service';
 
 const LOGIN_CSRF_COOKIE = 'login_csrf';
+/** Names a sign-in whose password matched and that waits for its second factor (see SecondFactorsService). */
+const LOGIN_CHALLENGE_COOKIE = 'login_challenge';
 const GENERIC_FAILURE = 'The email or password is not correct.';
+const WRONG_CODE = 'The code is not correct, or it was used already.';
 
 /** The login form (double-submit CSRF token) and logout. HTML pages and redirects, so it writes the response. */
 @Public()
@@ -35,6 +39,7 @@ export class LoginController {
     private readonly oauthConfig: OAuthConfig,
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
+    private readonly secondFactors: SecondFactorsService,
   ) {}
 
   @Get('login')
@@ -63,6 +68,7 @@ export class LoginController {
     ['email', 'password', 'csrf'],
   )
   @ApiRedirect(303, 'Signed in: the session cookie is set, to return_to')
+  @ApiHtml(200, 'The password matched and the person has an authenticator: the form for its code (POST /login/code)')
   @ApiPageFormErrors('An email with control characters: the form again')
   @ApiHtml(401, 'Wrong email or password: the form again, with one generic message')
   @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
@@ -103,13 +109,61 @@ export class LoginController {
       fail();
       return;
     }
+    if (await this.secondFactors.required(user.id)) {
+      // The password matched; the session waits for the second factor (five tries, five minutes).
+      const challenge = await this.secondFactors.startChallenge(user.id, returnTo);
+      setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+      sendHtml(res, 200, this.pages.secondFactor({ csrf: cookieToken }));
+      return;
+    }
+    await this.signIn(req, res, user.id, returnTo);
+  }
+
+  @Post('login/code')
+  @ApiPageForm({ code: { type: 'string', maxLength: 32 }, csrf: { type: 'string' } }, ['code', 'csrf'])
+  @ApiRedirect(303, 'Signed in: the session cookie is set, to the return_to of the sign-in')
+  @ApiPageFormErrors('A body that cannot be read')
+  @ApiHtml(401, 'A wrong or used code (the form again), or no sign-in waiting for one (a link back to the login form)')
+  @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
+  @ApiProblems(429)
+  @RateLimit('login')
+  async code(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
+    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
+      return;
+    }
+    const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
+    const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
+    if (!secret || !challenge) {
+      clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+      const again = { href: '/login', label: 'Sign in again' };
+      sendHtml(res, 401, this.pages.error('Sign in again', 'This sign-in has expired or had too many wrong codes.', again));
+      return;
+    }
+    const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
+    if (!(await this.secondFactors.verify(challenge.userId, code, auditContextOf(req)))) {
+      const details = { reason: 'wrong second factor' };
+      await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: challenge.userId, details }, auditContextOf(req));
+      this.metrics.loginFailed();
+      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, error: WRONG_CODE }));
+      return;
+    }
+    await this.secondFactors.endChallenge(secret);
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    await this.signIn(req, res, challenge.userId, challenge.returnTo);
+  }
+
+  /** Starts (or renews) the person's session and sends them on to `returnTo`. */
+  private async signIn(req: Request, res: Response, userId: string, returnTo: string): Promise<void> {
     // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session; as
     // another person (switching accounts), the other person's session ends: its cookie is replaced, and a copy of
     // it must not outlive that.
     const current = await this.sessions.current(sessionCookie.read(req));
-    if (current && current.userId !== user.id) await this.sessions.end(current, auditContextOf(req), { via: 'account switch' });
-    const renewed = current?.userId === user.id ? await this.sessions.reauthenticate(current, auditContextOf(req)) : undefined;
-    const secret = renewed ?? (await this.sessions.start(user.id, auditContextOf(req))).secret;
+    if (current && current.userId !== userId) await this.sessions.end(current, auditContextOf(req), { via: 'account switch' });
+    const renewed = current?.userId === userId ? await this.sessions.reauthenticate(current, auditContextOf(req)) : undefined;
+    const secret = renewed ?? (await this.sessions.start(userId, auditContextOf(req))).secret;
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
     res.redirect(303, returnTo);
   }

@@ -15,7 +15,7 @@ main{max-width:26rem;margin:0 auto;padding:2rem 1rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem}
 h1{font-size:1.35rem;margin:0 0 .25rem}p.lead{color:var(--muted);margin:0 0 1.25rem}
 label{display:block;font-weight:600;margin:.75rem 0 .25rem}
-input[type=email],input[type=password]{width:100%;padding:.65rem .75rem;font:inherit;border:1px solid var(--line);border-radius:8px;background:transparent;color:inherit}
+input[type=email],input[type=password],input[type=text]{width:100%;padding:.65rem .75rem;font:inherit;border:1px solid var(--line);border-radius:8px;background:transparent;color:inherit}
 input:focus,button:focus{outline:3px solid color-mix(in srgb,var(--accent) 40%,transparent);outline-offset:1px}
 button{font:inherit;font-weight:600;padding:.7rem 1rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;width:100%;margin-top:1.25rem}
 button.secondary{background:transparent;color:var(--fg);border-color:var(--line)}
@@ -28,6 +28,8 @@ h2{font-size:1.1rem;margin:0;overflow-wrap:anywhere}
 dl.when{display:grid;grid-template-columns:auto 1fr;gap:.15rem .75rem;margin:1rem 0 0;color:var(--muted);font-size:.9rem}dl.when dd{margin:0}
 button.danger{background:transparent;color:var(--danger);border-color:var(--danger)}
 a{color:var(--accent)}p.lead:last-child{margin-bottom:0}
+figure.qr{margin:0 auto 1rem;max-width:14rem;background:#fff;padding:.5rem;border-radius:8px}figure.qr svg{display:block;width:100%;height:auto}
+ul.codes{columns:2;list-style:none;padding:0;margin:0;font-size:1.05rem}ul.codes li{margin:.2rem 0}
 `;
 
 /**
@@ -110,6 +112,24 @@ export interface ConnectedAppView {
 export interface ConnectedAppsPageView {
   apps: ConnectedAppView[];
   csrf: string;
+}
+
+/** The second step of a sign-in: the form for a code of the person's authenticator, or a recovery code. */
+export interface SecondFactorPageView {
+  csrf: string;
+  error?: string;
+}
+
+/** The account's security page: the authenticator's state and what can be done with it. */
+export interface AccountSecurityPageView {
+  csrf: string;
+  totp: 'none' | 'pending' | 'active';
+  recoveryCodesLeft: number;
+  /** While setting up an authenticator: the QR code (an SVG element) and the secret to type instead. */
+  enrolment?: { qrSvg: string; secret: string };
+  /** Right after the authenticator is confirmed: the recovery codes, shown this once. */
+  recoveryCodes?: string[];
+  error?: string;
 }
 
 /** A point in time for people, in UTC (the page runs no script that could show local time). */
@@ -222,6 +242,57 @@ ${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
 <p class="lead">Applications you allowed to use your account. Revoking one signs it out at once; to come back, it has to send you through sign-in again.</p>
 ${list}
 <form method="post" action="/logout"><button type="submit" class="secondary">Sign out</button></form>`,
+    );
+  }
+
+  /** The second step of a sign-in: posts `code` and `csrf` to `/login/code`. */
+  secondFactor(opts: SecondFactorPageView): string {
+    return this.document(
+      'Enter your code',
+      `<div class="card">
+<h1>Enter your code</h1><p class="lead">Open your authenticator app and enter the six-digit code it shows, or one of your recovery codes.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/login/code">
+${hidden('csrf', opts.csrf)}
+<label for="code">Code</label>
+<input id="code" name="code" type="text" inputmode="text" autocomplete="one-time-code" required maxlength="32" autofocus>
+<button type="submit">Continue</button>
+</form></div>`,
+    );
+  }
+
+  /**
+   * The account's security page: set up an authenticator (posts to `/account/security/totp`), confirm it with a
+   * first code (`/account/security/totp/confirm`, `code`), or remove it (`/account/security/totp/remove`, `code`);
+   * every form posts `csrf`.
+   */
+  accountSecurity(opts: AccountSecurityPageView): string {
+    const csrf = hidden('csrf', opts.csrf);
+    const codeField = `<label for="code">Code from your app</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="32">`;
+    let body: string;
+    if (opts.recoveryCodes) {
+      body = `<p class="lead">Your authenticator is set up: from now on, signing in asks for a code from it.</p>
+<p class="lead">Keep these recovery codes somewhere safe. Each signs you in once if you lose your authenticator. They are shown only now.</p>
+<ul class="codes">${opts.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>`;
+    } else if (opts.enrolment) {
+      body = `<p class="lead">Scan this code with your authenticator app, or type the key below into it, then enter the code it shows.</p>
+<figure class="qr">${opts.enrolment.qrSvg}</figure>
+<p class="lead">Key: <code>${escapeHtml(opts.enrolment.secret)}</code></p>
+<form method="post" action="/account/security/totp/confirm">${csrf}${codeField}<button type="submit">Confirm</button></form>`;
+    } else if (opts.totp === 'active') {
+      body = `<p class="lead">Signing in asks for a code from your authenticator app. Recovery codes left: ${opts.recoveryCodesLeft}.</p>
+<form method="post" action="/account/security/totp/remove">${csrf}${codeField}<button type="submit" class="danger">Remove the authenticator</button></form>`;
+    } else {
+      body = `<p class="lead">Add an authenticator app (a one-time code at every sign-in, after your password).</p>
+<form method="post" action="/account/security/totp">${csrf}<button type="submit">Set up an authenticator</button></form>`;
+    }
+    return this.document(
+      'Sign-in security',
+      `<div class="card">
+<h1>Sign-in security</h1>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${body}
+</div>`,
     );
   }
 

@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module';
+import { AppConfigModule } from '../config/config.module';
+import { SqlRunner } from '../database/sql';
+import { KeysConfig } from '../keys/keys.config';
+import { SecondFactorsRepository } from './second-factors.repository';
+import { SecondFactorsService } from './second-factors.service';
+
+/**
+ * Second factors of sign-in (TOTP authenticators and recovery codes). The login and account pages of the
+ * authorization server use {@link SecondFactorsService}; nothing here knows HTTP.
+ */
+@Module({
+  imports: [AppConfigModule.forFeature(KeysConfig), AuditModule],
+  providers: [SecondFactorsRepository, SecondFactorsService, SqlRunner],
+  exports: [SecondFactorsService],
+})
+export class MfaModule {}

@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import { SqlRunner, epochMs, sql } from '../database/sql';
+
+/** A person's TOTP authenticator as stored: the secret (sealed when a key-encryption key is set). */
+export interface TotpFactorRow {
+  secret: string;
+  confirmedAt: number | null;
+}
+
+/** A sign-in that waits for its second factor. */
+export interface LoginChallengeRow {
+  userId: string;
+  returnTo: string;
+}
+
+const FIND_TOTP = sql`SELECT secret, confirmed_at FROM totp_factors WHERE user_id = :userId`;
+/** A new (unconfirmed) authenticator replaces an unconfirmed one; a confirmed one stays until it is removed. */
+const PUT_UNCONFIRMED_TOTP = sql`
+  INSERT INTO totp_factors (user_id, secret, created_at, confirmed_at, last_step) VALUES (:userId, :secret, :now, NULL, 0)
+  ON CONFLICT (user_id) DO UPDATE SET secret = :secret, created_at = :now, last_step = 0
+  WHERE totp_factors.confirmed_at IS NULL`;
+/** Takes the code's time step, only if no later or equal step was taken: each code is accepted once, on any instance. */
+const USE_STEP = sql`
+  UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now)
+  WHERE user_id = :userId AND last_step < :step AND (confirmed_at IS NOT NULL OR :confirming = 1)`;
+const DELETE_TOTP = sql`DELETE FROM totp_factors WHERE user_id = :userId`;
+const DELETE_RECOVERY_CODES = sql`DELETE FROM recovery_codes WHERE user_id = :userId`;
+const INSERT_RECOVERY_CODE = sql`INSERT INTO recovery_codes (code_hash, user_id, created_at, used_at) VALUES (:codeHash, :userId, :now, NULL)`;
+const USE_RECOVERY_CODE = sql`UPDATE recovery_codes SET used_at = :now WHERE code_hash = :codeHash AND user_id = :userId AND used_at IS NULL`;
+const UNUSED_RECOVERY_CODES = sql`SELECT COUNT(*) AS n FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL`;
+const INSERT_CHALLENGE = sql`
+  INSERT INTO login_challenges (id, user_id, return_to, created_at, expires_at, tries) VALUES (:id, :userId, :returnTo, :now, :expiresAt, 0)`;
+/** Counts a try at the challenge and reads it, while it is live and has tries left. */
+const TRY_CHALLENGE = sql`
+  UPDATE login_challenges SET tries = tries + 1 WHERE id = :id AND expires_at > :now AND tries < :maxTries
+  RETURNING user_id, return_to`;
+const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
+const DELETE_CHALLENGES = sql`DELETE FROM login_challenges WHERE user_id = :userId`;
+
+/** The second-factor module's one way to its tables. */
+@Injectable()
+export class SecondFactorsRepository {
+  constructor(private readonly db: SqlRunner) {}
+
+  async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
+    const row = await this.db.one<{ secret: string; confirmed_at: unknown }>(FIND_TOTP, { userId });
+    return row && { secret: row.secret, confirmedAt: epochMs(row.confirmed_at, true) };
+  }
+
+  /** Stores a new unconfirmed authenticator; false when the person has a confirmed one. */
+  async putUnconfirmedTotp(userId: string, secret: string, now: number): Promise<boolean> {
+    return (await this.db.run(PUT_UNCONFIRMED_TOTP, { userId, secret, now })).affected > 0;
+  }
+
+  /** Takes a code's time step (and confirms the authenticator when `confirming`); false when it was used or is older. */
+  async useStep(userId: string, step: number, now: number, confirming: boolean): Promise<boolean> {
+    return (await this.db.run(USE_STEP, { userId, step, now, confirming: confirming ? 1 : 0 })).affected > 0;
+  }
+
+  /** Replaces the person's recovery codes (hashes) in one transaction. */
+  async replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void> {
+    await this.db.atomic([
+      { statement: DELETE_RECOVERY_CODES, params: { userId } },
+      ...codeHashes.map((codeHash) => ({ statement: INSERT_RECOVERY_CODE, params: { codeHash, userId, now } })),
+    ]);
+  }
+
+  async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    return (await this.db.run(USE_RECOVERY_CODE, { userId, codeHash, now })).affected > 0;
+  }
+
+  async unusedRecoveryCodes(userId: string): Promise<number> {
+    return Number((await this.db.one<{ n: unknown }>(UNUSED_RECOVERY_CODES, { userId }))?.n ?? 0);
+  }
+
+  /** Removes the authenticator, the recovery codes and pending sign-ins; true when there was an authenticator. */
+  async removeAll(userId: string): Promise<boolean> {
+    const [totp] = await this.db.atomic([
+      { statement: DELETE_TOTP, params: { userId } },
+      { statement: DELETE_RECOVERY_CODES, params: { userId } },
+      { statement: DELETE_CHALLENGES, params: { userId } },
+    ]);
+    return totp > 0;
+  }
+
+  async insertChallenge(id: string, userId: string, returnTo: string, now: number, expiresAt: number): Promise<void> {
+    await this.db.run(INSERT_CHALLENGE, { id, userId, returnTo, now, expiresAt });
+  }
+
+  async tryChallenge(id: string, now: number, maxTries: number): Promise<LoginChallengeRow | undefined> {
+    const row = await this.db.one<{ user_id: string; return_to: string }>(TRY_CHALLENGE, { id, now, maxTries });
+    return row && { userId: row.user_id, returnTo: row.return_to };
+  }
+
+  async deleteChallenge(id: string): Promise<void> {
+    await this.db.run(DELETE_CHALLENGE, { id });
+  }
+}

@@ -1,0 +1,139 @@
+import { Injectable } from '@nestjs/common';
+import { toString as qrSvg } from 'qrcode';
+import type { AuditContext } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
+import { hashSecret, randomSecret } from '../common/crypto/secrets';
+import { KeyEncryption } from '../keys/key-encryption';
+import { KeysConfig } from '../keys/keys.config';
+import { type LoginChallengeRow, SecondFactorsRepository } from './second-factors.repository';
+import { matchingStep, newRecoveryCodes, newTotpSecret, normalizedRecoveryCode, totpUri } from './totp';
+
+/** How long a sign-in waits for its second factor, and how many codes it may try. */
+const CHALLENGE_TTL_MS = 5 * 60_000;
+const CHALLENGE_TRIES = 5;
+
+/** What a person's account page shows of their second factors. */
+export interface SecondFactorStatus {
+  /** `none`; `pending`: scanned perhaps, not confirmed by a first code yet; `active`: asked at every sign-in. */
+  totp: 'none' | 'pending' | 'active';
+  recoveryCodesLeft: number;
+}
+
+/** An authenticator being set up: what the person scans or types into their app. */
+export interface TotpEnrolment {
+  secret: string;
+  uri: string;
+  /** The QR code of `uri`, as an SVG element rendered here (no image service sees the secret). */
+  qrSvg: string;
+}
+
+/**
+ * Second factors of sign-in: a TOTP authenticator (RFC 6238) per person, confirmed by a first code, and ten
+ * single-use recovery codes shown once. Every code is accepted once, on any instance (the last time step used is
+ * stored; a recovery code is marked used by the statement that accepts it). The secret is sealed at rest with the
+ * key-encryption key of the signing keys when one is set.
+ */
+@Injectable()
+export class SecondFactorsService {
+  private readonly sealing: KeyEncryption;
+  private readonly oldSealing: KeyEncryption | undefined;
+
+  constructor(
+    private readonly factors: SecondFactorsRepository,
+    private readonly audit: AuditService,
+    keys: KeysConfig,
+  ) {
+    this.sealing = new KeyEncryption(keys.keyEncryptionKey);
+    this.oldSealing = keys.oldKeyEncryptionKey ? new KeyEncryption(keys.oldKeyEncryptionKey) : undefined;
+  }
+
+  /** Whether the person must give a second factor to sign in. */
+  async required(userId: string): Promise<boolean> {
+    const totp = await this.factors.findTotp(userId);
+    return totp !== undefined && totp.confirmedAt !== null;
+  }
+
+  async status(userId: string): Promise<SecondFactorStatus> {
+    const totp = await this.factors.findTotp(userId);
+    return {
+      totp: !totp ? 'none' : totp.confirmedAt === null ? 'pending' : 'active',
+      recoveryCodesLeft: totp?.confirmedAt ? await this.factors.unusedRecoveryCodes(userId) : 0,
+    };
+  }
+
+  /** A new authenticator to scan (replacing one not confirmed yet); undefined when the person has an active one. */
+  async beginTotp(userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
+    const secret = newTotpSecret();
+    if (!(await this.factors.putUnconfirmedTotp(userId, this.sealing.seal(sealedFor(userId), secret), Date.now()))) return undefined;
+    const uri = totpUri(secret, label, issuer);
+    return { secret, uri, qrSvg: await qrSvg(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 1 }) };
+  }
+
+  /**
+   * Confirms the pending authenticator with a code from it: the recovery codes, to be shown once (only their
+   * hashes are kept). Undefined when there is no pending authenticator or the code does not match.
+   */
+  async confirmTotp(userId: string, code: string, context: AuditContext): Promise<string[] | undefined> {
+    const totp = await this.factors.findTotp(userId);
+    if (!totp || totp.confirmedAt !== null) return undefined;
+    const now = Date.now();
+    const step = matchingStep(this.secretOf(userId, totp.secret), code.trim(), now);
+    if (step === undefined || !(await this.factors.useStep(userId, step, now, true))) return undefined;
+    const codes = newRecoveryCodes();
+    await this.factors.replaceRecoveryCodes(userId, codes.map(hashSecret), now);
+    await this.audit.record({ type: 'factor.enrolled', actor: `user:${userId}`, userId, details: { factor: 'totp' } }, context);
+    return codes;
+  }
+
+  /**
+   * A sign-in's second factor: a current code of the person's authenticator, or one of their recovery codes;
+   * each works once. Says which one matched.
+   */
+  async verify(userId: string, typed: string, context: AuditContext): Promise<'totp' | 'recovery' | undefined> {
+    const totp = await this.factors.findTotp(userId);
+    if (!totp || totp.confirmedAt === null) return undefined;
+    const now = Date.now();
+    const step = matchingStep(this.secretOf(userId, totp.secret), typed.trim(), now);
+    if (step !== undefined) return (await this.factors.useStep(userId, step, now, false)) ? 'totp' : undefined;
+    const recovery = normalizedRecoveryCode(typed);
+    if (recovery === undefined || !(await this.factors.useRecoveryCode(userId, hashSecret(recovery), now))) return undefined;
+    const left = await this.factors.unusedRecoveryCodes(userId);
+    await this.audit.record({ type: 'recovery_code.used', actor: `user:${userId}`, userId, details: { left } }, context);
+    return 'recovery';
+  }
+
+  /** Removes the person's authenticator and recovery codes (the person, or an operator's reset); false when none. */
+  async remove(userId: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<boolean> {
+    if (!(await this.factors.removeAll(userId))) return false;
+    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'totp' } }, context);
+    return true;
+  }
+
+  /** A sign-in whose password matched, waiting for its second factor: the secret of its cookie. */
+  async startChallenge(userId: string, returnTo: string): Promise<string> {
+    const secret = randomSecret();
+    const now = Date.now();
+    await this.factors.insertChallenge(hashSecret(secret), userId, returnTo, now, now + CHALLENGE_TTL_MS);
+    return secret;
+  }
+
+  /** The sign-in a cookie names, counting one try; undefined when it is unknown, expired or out of tries. */
+  tryChallenge(secret: string): Promise<LoginChallengeRow | undefined> {
+    return this.factors.tryChallenge(hashSecret(secret), Date.now(), CHALLENGE_TRIES);
+  }
+
+  async endChallenge(secret: string): Promise<void> {
+    await this.factors.deleteChallenge(hashSecret(secret));
+  }
+
+  private secretOf(userId: string, stored: string): string {
+    const sealedWith = KeyEncryption.sealedWith(stored);
+    const opener = sealedWith !== undefined && this.oldSealing?.id === sealedWith ? this.oldSealing : this.sealing;
+    return opener.open(sealedFor(userId), stored);
+  }
+}
+
+/** The associated data of a sealed secret: a secret copied onto another person's row does not open. */
+function sealedFor(userId: string): string {
+  return `totp:${userId}`;
+}
