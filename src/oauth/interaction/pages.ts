@@ -29,7 +29,7 @@ dl.when{display:grid;grid-template-columns:auto 1fr;gap:.15rem .75rem;margin:1re
 button.danger{background:transparent;color:var(--danger);border-color:var(--danger)}
 a{color:var(--accent)}p.lead:last-child{margin-bottom:0}
 figure.qr{margin:0 auto 1rem;max-width:14rem;background:#fff;padding:.5rem;border-radius:8px}figure.qr svg{display:block;width:100%;height:auto}
-ul.codes{columns:2;list-style:none;padding:0;margin:0;font-size:1.05rem}ul.codes li{margin:.2rem 0}
+ul.codes{display:grid;grid-template-columns:1fr 1fr;gap:.35rem 1rem;list-style:none;padding:0;margin:0 0 1.25rem;font-size:1.05rem}
 `;
 
 /**
@@ -274,7 +274,8 @@ ${hidden('csrf', opts.csrf)}
     if (opts.recoveryCodes) {
       body = `<p class="lead">Your authenticator is set up: from now on, signing in asks for a code from it.</p>
 <p class="lead">Keep these recovery codes somewhere safe. Each signs you in once if you lose your authenticator. They are shown only now.</p>
-<ul class="codes">${opts.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>`;
+<ul class="codes">${opts.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>
+<p class="lead"><a href="/account/security">I have saved them</a></p>`;
     } else if (opts.enrolment) {
       body = `<p class="lead">Scan this code with your authenticator app, or type the key below into it, then enter the code it shows.</p>
 <figure class="qr">${opts.enrolment.qrSvg}</figure>
