@@ -259,6 +259,7 @@ describe('audit events (one row and one log line per security event, GET /admin/
         userId: user.id,
         authTime: Date.now(),
         sid: randomUUID(),
+        amr: 'pwd',
         nonce: null,
         scope: 'users:read',
         resources: [],

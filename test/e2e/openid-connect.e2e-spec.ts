@@ -105,6 +105,7 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
           'iss',
           'aud',
           'auth_time',
+          'amr',
           'nonce',
           'sid',
           'name',
@@ -133,6 +134,8 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
       expect(claims.auth_time!).toBeLessThanOrEqual(before + 1);
       expect(claims.exp - claims.iat).toBe(t.config.accessTokenTtl);
       expect(claims.sid).toEqual(expect.any(String));
+      // RFC 8176: signed in with a password only.
+      expect(claims.amr).toEqual(['pwd']);
       // The access token is for the same user.
       expect(decodeJwt(tokens.access_token).payload.sub).toBe(claims.sub);
 

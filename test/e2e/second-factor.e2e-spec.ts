@@ -5,7 +5,18 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
-import { Browser, NO_RATE_LIMITS, login, parseForm, signedIn } from '../support/oauth';
+import {
+  Browser,
+  NO_RATE_LIMITS,
+  authorizeCode,
+  decodeJwt,
+  login,
+  parseForm,
+  pkcePair,
+  registerClient,
+  signedIn,
+  token,
+} from '../support/oauth';
 import { type TestApp, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
@@ -122,6 +133,31 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     expect(browser.cookies.has('oauth_session')).toBe(true);
     expect(browser.cookies.has('login_challenge')).toBe(false);
     expectPage(await browser.get(PAGE), 200);
+  });
+
+  it('says how the person signed in: amr ["pwd", "otp", "mfa"] in ID tokens, from the code and again at a refresh', async () => {
+    const { user, secret } = await enrolled();
+    const { browser, res } = await passwordStep(a, user.email);
+    expect((await browser.submit(res, { code: codeOf(secret, 1) })).status).toBe(303);
+    const client = await registerClient(a, { trusted: true });
+    const pkce = pkcePair();
+    const code = await authorizeCode(browser, client, {
+      scope: 'openid',
+      redirect_uri: client.redirect_uris[0],
+      code_challenge: pkce.challenge,
+      code_challenge_method: 'S256',
+    });
+    const issued = await token(a, client, {
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: pkce.verifier,
+      redirect_uri: client.redirect_uris[0],
+    });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    expect(decodeJwt(issued.body.id_token).payload).toMatchObject({ sub: user.id, amr: ['pwd', 'otp', 'mfa'] });
+    const refreshed = await token(b, client, { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(decodeJwt(refreshed.body.id_token).payload.amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 
   it('accepts each code once: the same code in a second sign-in is refused, on the other instance too', async () => {

@@ -11,7 +11,19 @@ import { RegistrationService } from '../clients/registration/registration.servic
 import { ClientMetadataConfig } from '../clients/cimd/client-metadata.config';
 
 /** The claims of the ID token and of UserInfo (by scope). */
-const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'at_hash', ...Object.values(SCOPE_CLAIMS).flat()];
+const CLAIMS_SUPPORTED = [
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'iat',
+  'auth_time',
+  'amr',
+  'nonce',
+  'sid',
+  'at_hash',
+  ...Object.values(SCOPE_CLAIMS).flat(),
+];
 
 /**
  * RFC 8414 authorization server metadata and OpenID Connect Discovery 1.0: one document, served at both addresses

@@ -36,4 +36,8 @@ export class Grant {
   /** That session's `sid`; null before OpenID Connect. */
   @Column({ type: 'varchar', length: 64, nullable: true })
   sid: string | null;
+
+  /** That session's `amr` at the time (how the person signed in), for the ID tokens' `amr`; null when not known. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  amr: string | null;
 }

@@ -29,4 +29,8 @@ export class Session {
   /** The session's id in ID tokens (`sid`): random, unlike `id`, which is the hash of the cookie and never shown. */
   @Column({ type: 'varchar', length: 64, nullable: true })
   sid: string | null;
+
+  /** How the person signed in: RFC 8176 `amr` values, space-separated (`pwd`, `pwd otp mfa`); null before they were kept. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  amr: string | null;
 }

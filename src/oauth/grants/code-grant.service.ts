@@ -23,6 +23,8 @@ export interface IssueCodeInput {
   /** The login of the session the code is issued in (epoch ms) and the session's `sid`, for ID tokens. */
   authTime: number;
   sid: string;
+  /** How the person signed in, as the session keeps it (RFC 8176 values, space-separated), for ID tokens' `amr`. */
+  amr: string | null;
   /** OpenID Connect `nonce` of the request, or null. */
   nonce: string | null;
   scope: string;
@@ -34,10 +36,10 @@ export interface IssueCodeInput {
 }
 
 /** What the authorization request decides of a code; the session supplies the rest. */
-export type CodeRequest = Omit<IssueCodeInput, 'userId' | 'authTime' | 'sid'>;
+export type CodeRequest = Omit<IssueCodeInput, 'userId' | 'authTime' | 'sid' | 'amr'>;
 
 /** Whose code it is, when the caller knows: the session's user, its login time and `sid`. */
-type CodeUser = Pick<IssueCodeInput, 'userId' | 'authTime' | 'sid'>;
+type CodeUser = Pick<IssueCodeInput, 'userId' | 'authTime' | 'sid' | 'amr'>;
 
 /** PostgreSQL: a code for the user of the session row `sessionId` (its id: the session secret's hash). */
 interface InSession {
@@ -93,7 +95,7 @@ export class CodeGrantService {
     if (!this.codes.inOneStatement) {
       const session = await this.sessions.current(sessionSecret);
       return session && session.authTime >= minAuthTime
-        ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid })
+        ? this.issueCode({ ...input, userId: session.userId, authTime: session.authTime, sid: session.sid, amr: session.amr })
         : undefined;
     }
     const sessionId = this.sessions.idOf(sessionSecret);
@@ -137,6 +139,7 @@ export class CodeGrantService {
       nonce: input.nonce,
       authTime: user?.authTime ?? null,
       sid: user?.sid ?? null,
+      amr: user?.amr ?? null,
       sessionId: session?.sessionId ?? null,
       minAuthTime: session?.minAuthTime ?? 0,
       now,
@@ -260,7 +263,7 @@ export class CodeGrantService {
       clientId: client.id,
       expiresAt: grantExpiresAt,
       audience,
-      login: loginOf(row.grant_auth_time, row.grant_sid, row.nonce),
+      login: loginOf(row.grant_auth_time, row.grant_sid, row.nonce, row.grant_amr),
     };
   }
 }

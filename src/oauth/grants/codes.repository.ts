@@ -4,8 +4,8 @@ import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, sql } from '../../database/sql';
 
 const GRANT_INSERT = `
-  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
-  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL, :authTime, :sid)`;
+  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid, amr)
+  VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL, :authTime, :sid, :amr)`;
 const CODE_INSERT = `
   INSERT INTO authorization_codes
     (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
@@ -23,13 +23,13 @@ const INSERT_CODE = new Statement(CODE_INSERT);
  */
 const ISSUE_CODE_IN_SESSION = new Statement(`
   WITH session AS (
-    SELECT user_id, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :sessionId),
+    SELECT user_id, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid, amr FROM sessions WHERE id = :sessionId),
   live AS (
-    SELECT user_id, auth_time, sid FROM session WHERE expires_at > :now AND auth_time >= CAST(:minAuthTime AS bigint)),
+    SELECT user_id, auth_time, sid, amr FROM session WHERE expires_at > :now AND auth_time >= CAST(:minAuthTime AS bigint)),
   grant_row AS (
-    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid)
+    INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid, amr)
     SELECT :grantId, user_id, :clientId, :scope, CAST(:resources AS text), CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL,
-      auth_time, sid
+      auth_time, sid, amr
     FROM live
     RETURNING user_id),
   code_row AS (
@@ -58,7 +58,8 @@ const CONSUME_CODE = new Statement(`
     (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at,
     (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources,
     (SELECT g.auth_time FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_auth_time,
-    (SELECT g.sid FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_sid`);
+    (SELECT g.sid FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_sid,
+    (SELECT g.amr FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_amr`);
 /**
  * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
  * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:
@@ -72,7 +73,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     RETURNING ${CONSUMED_COLUMNS}),
   code AS (
     SELECT consumed.*, g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-      g.auth_time AS grant_auth_time, g.sid AS grant_sid
+      g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
     FROM consumed LEFT JOIN grants g ON g.id = consumed.grant_id),
   passed AS (
     SELECT * FROM code
@@ -103,7 +104,7 @@ const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code
 const CONSUMED_OUTCOME = new Statement(`
   SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid,
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr,
     EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = :refreshHash) AS issued,
     EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId) AS audited
   FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
@@ -124,6 +125,7 @@ export interface ConsumedCode {
   nonce: string | null;
   grant_auth_time: string | number | null;
   grant_sid: string | null;
+  grant_amr: string | null;
   /** Whether the redemption stored the new refresh token (PostgreSQL: its statement; SQLite: its unit). */
   issued?: boolean;
   /** Whether the redemption stored the `code.redeemed` event (exactly when the code's checks pass). */

@@ -69,7 +69,7 @@ export class RefreshGrantService {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);
         const audience = this.resources.audienceFor([], rotated.grant_resources);
-        const login = loginOf(rotated.grant_auth_time, rotated.grant_sid);
+        const login = loginOf(rotated.grant_auth_time, rotated.grant_sid, null, rotated.grant_amr);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience, login };
         return this.issuer.respond(grant, await this.heldScope(rotated.user_id, rotated.scope), next);
       }
@@ -82,7 +82,7 @@ export class RefreshGrantService {
     const scope = narrowed(row.scope, requestedScope);
     const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, resource), row.grant_resources);
 
-    const login = loginOf(row.grant_auth_time, row.grant_sid);
+    const login = loginOf(row.grant_auth_time, row.grant_sid, null, row.grant_amr);
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
     // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
     // without the successor it was rotated to.
@@ -123,7 +123,7 @@ export class RefreshGrantService {
         const retried = { ...event, details: JSON.stringify({ retried: true }) };
         if (await this.tokens.useGrace(hashSecret(presented), hash, retried)) {
           this.audit.log(retried);
-          const login = loginOf(successor.grant_auth_time, successor.grant_sid);
+          const login = loginOf(successor.grant_auth_time, successor.grant_sid, null, successor.grant_amr);
           const grant = {
             id: successor.grant_id,
             userId: successor.user_id,

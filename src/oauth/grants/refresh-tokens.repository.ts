@@ -20,7 +20,7 @@ const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 const FIND_REFRESH_TOKEN = sql`
   SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
   FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :tokenHash`;
 const ROTATE_REFRESH_TOKEN = sql`
@@ -51,7 +51,7 @@ const ROTATE_AND_ISSUE = new Statement(`
     RETURNING r.grant_id, r.user_id, r.scope),
   live AS (
     SELECT rotated.*, g.expires_at AS grant_expires_at, g.resources AS grant_resources, g.auth_time AS grant_auth_time,
-      g.sid AS grant_sid
+      g.sid AS grant_sid, g.amr AS grant_amr
     FROM rotated JOIN grants g ON g.id = rotated.grant_id),
   issued AS (
     INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
@@ -70,7 +70,7 @@ const ROTATE_AND_ISSUE = new Statement(`
 const PRESENTED_SETTLED = new Statement(`SELECT 1 FROM refresh_tokens WHERE token_hash = :tokenHash FOR UPDATE`);
 const ROTATED_OUTCOME = new Statement(`
   SELECT r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid
+    g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
   FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :nextHash AND r.client_id = :clientId`);
 
@@ -87,9 +87,13 @@ export interface RefreshTokenRow {
   grant_resources: string | null;
   grant_auth_time: string | number | null;
   grant_sid: string | null;
+  grant_amr: string | null;
 }
 
-export type RotatedRow = Pick<RefreshTokenRow, 'grant_id' | 'user_id' | 'scope' | 'grant_resources' | 'grant_auth_time' | 'grant_sid'> & {
+export type RotatedRow = Pick<
+  RefreshTokenRow,
+  'grant_id' | 'user_id' | 'scope' | 'grant_resources' | 'grant_auth_time' | 'grant_sid' | 'grant_amr'
+> & {
   grant_expires_at: string | number;
 };
 

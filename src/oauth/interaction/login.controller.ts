@@ -16,7 +16,7 @@ import { OAuthConfig } from '../oauth.config';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { randomSecret, safeEqual } from '../../common/crypto/secrets';
-import { SessionsService } from './sessions.service';
+import { type AuthenticationMethods, SessionsService } from './sessions.service';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 
@@ -116,7 +116,7 @@ export class LoginController {
       sendHtml(res, 200, this.pages.secondFactor({ csrf: cookieToken }));
       return;
     }
-    await this.signIn(req, res, user.id, returnTo);
+    await this.signIn(req, res, user.id, returnTo, ['pwd']);
   }
 
   @Post('login/code')
@@ -152,18 +152,18 @@ export class LoginController {
     }
     await this.secondFactors.endChallenge(secret);
     clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
-    await this.signIn(req, res, challenge.userId, challenge.returnTo);
+    await this.signIn(req, res, challenge.userId, challenge.returnTo, ['pwd', 'otp', 'mfa']);
   }
 
   /** Starts (or renews) the person's session and sends them on to `returnTo`. */
-  private async signIn(req: Request, res: Response, userId: string, returnTo: string): Promise<void> {
+  private async signIn(req: Request, res: Response, userId: string, returnTo: string, amr: AuthenticationMethods): Promise<void> {
     // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session; as
     // another person (switching accounts), the other person's session ends: its cookie is replaced, and a copy of
     // it must not outlive that.
     const current = await this.sessions.current(sessionCookie.read(req));
     if (current && current.userId !== userId) await this.sessions.end(current, auditContextOf(req), { via: 'account switch' });
-    const renewed = current?.userId === userId ? await this.sessions.reauthenticate(current, auditContextOf(req)) : undefined;
-    const secret = renewed ?? (await this.sessions.start(userId, auditContextOf(req))).secret;
+    const renewed = current?.userId === userId ? await this.sessions.reauthenticate(current, auditContextOf(req), amr) : undefined;
+    const secret = renewed ?? (await this.sessions.start(userId, auditContextOf(req), amr)).secret;
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
     res.redirect(303, returnTo);
   }

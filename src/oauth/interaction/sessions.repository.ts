@@ -14,23 +14,25 @@ export interface SessionRecord {
   authTime: number;
   /** The session's id in ID tokens (never its cookie's hash, which is `id`). */
   sid: string;
+  /** How the person signed in (RFC 8176 values, space-separated); null for a session from before they were kept. */
+  amr: string | null;
   /** Only when read with a client: the scope its user has granted that client (empty when none). */
   consentedScope?: string;
 }
 
 const INSERT_SESSION = sql`
-  INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at, auth_time, sid)
-  VALUES (:id, :userId, :csrfToken, :now, :expiresAt, :now, :sid)`;
+  INSERT INTO sessions (id, user_id, csrf_token, created_at, expires_at, auth_time, sid, amr)
+  VALUES (:id, :userId, :csrfToken, :now, :expiresAt, :now, :sid, :amr)`;
 /** `auth_time` falls back to the session's start for a row an older instance wrote during an upgrade. */
 const FIND_SESSION = sql`
-  SELECT id, user_id, csrf_token, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid FROM sessions WHERE id = :id`;
+  SELECT id, user_id, csrf_token, expires_at, COALESCE(auth_time, created_at) AS auth_time, sid, amr FROM sessions WHERE id = :id`;
 /**
  * The session and the scopes its user already granted the client, in one round trip. The consent is read by its
  * key in a subquery, not joined: PostgreSQL's cached plan for the join, made on a fresh database before the first
  * ANALYZE, read the whole consents table on every authorization request.
  */
 const FIND_SESSION_WITH_CONSENT = sql`
-  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, COALESCE(s.auth_time, s.created_at) AS auth_time, s.sid,
+  SELECT s.id, s.user_id, s.csrf_token, s.expires_at, COALESCE(s.auth_time, s.created_at) AS auth_time, s.sid, s.amr,
     (SELECT c.scope FROM consents c WHERE c.user_id = s.user_id AND c.client_id = :clientId) AS consented_scope
   FROM sessions s
   WHERE s.id = :id`;
@@ -40,7 +42,7 @@ const FIND_SESSION_WITH_CONSENT = sql`
  * login time moves to now and its lifetime starts again; its `sid` stays.
  */
 const REAUTHENTICATE = sql`
-  UPDATE sessions SET id = :newId, csrf_token = :csrfToken, auth_time = :now, expires_at = :expiresAt
+  UPDATE sessions SET id = :newId, csrf_token = :csrfToken, auth_time = :now, expires_at = :expiresAt, amr = :amr
   WHERE id = :id AND user_id = :userId`;
 const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
 
@@ -51,6 +53,7 @@ interface SessionRow {
   expires_at: string | number;
   auth_time: string | number;
   sid: string;
+  amr: string | null;
   consented_scope?: string | null;
 }
 
@@ -62,6 +65,7 @@ function record(row: SessionRow): SessionRecord {
     expiresAt: epochMs(row.expires_at),
     authTime: epochMs(row.auth_time),
     sid: row.sid,
+    amr: row.amr,
   };
   if (row.consented_scope !== undefined) found.consentedScope = row.consented_scope ?? '';
   return found;
@@ -74,8 +78,8 @@ export class SessionsRepository {
 
   /** A new session's insert, as a write of the caller's unit of work. */
   static insertOf(session: Session): StatementWrite {
-    const { id, userId, csrfToken, createdAt: now, expiresAt, sid } = session;
-    return { statement: INSERT_SESSION, params: { id, userId, csrfToken, now, expiresAt, sid } };
+    const { id, userId, csrfToken, createdAt: now, expiresAt, sid, amr } = session;
+    return { statement: INSERT_SESSION, params: { id, userId, csrfToken, now, expiresAt, sid, amr } };
   }
 
   /** The session of this id; with `clientId`, also the scope its user has granted that client, in the same query. */
@@ -92,7 +96,7 @@ export class SessionsRepository {
    * event; false (and no event) when there is no such session.
    */
   async reauthenticate(
-    change: { id: string; newId: string; csrfToken: string; userId: string; now: number; expiresAt: number },
+    change: { id: string; newId: string; csrfToken: string; userId: string; now: number; expiresAt: number; amr: string },
     event: AuditEvent,
   ): Promise<boolean> {
     const [changed] = await this.db.atomic([

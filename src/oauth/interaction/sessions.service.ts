@@ -23,6 +23,12 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch';
 
 /** Login sessions, in the database so that any instance recognises them. */
+/**
+ * How a person signed in, in RFC 8176's words: `pwd` (the password), then `otp` and `mfa` after a code of their
+ * authenticator or a recovery code.
+ */
+export type AuthenticationMethods = readonly ('pwd' | 'otp' | 'mfa')[];
+
 @Injectable()
 export class SessionsService {
   constructor(
@@ -32,7 +38,7 @@ export class SessionsService {
   ) {}
 
   /** Starts a new session (never reusing an old id), with its `login.succeeded` event. */
-  async start(userId: string, context: AuditContext): Promise<StartedSession> {
+  async start(userId: string, context: AuditContext, amr: AuthenticationMethods = ['pwd']): Promise<StartedSession> {
     const secret = randomSecret(32);
     const now = Date.now();
     const session: Session = {
@@ -43,6 +49,7 @@ export class SessionsService {
       expiresAt: now + this.config.sessionTtl * 1000,
       authTime: now,
       sid: randomUUID(),
+      amr: amr.join(' '),
     };
     const by = { actor: `user:${userId}` as const, context };
     await this.audit.recorded({ type: 'login.succeeded', userId }, by, [SessionsRepository.insertOf(session)]);
@@ -68,7 +75,11 @@ export class SessionsService {
    * its `auth_time` becomes now and it gets a new CSRF token, with a `login.succeeded` event; the new cookie value, or undefined when the session
    * had ended meanwhile.
    */
-  async reauthenticate(session: Pick<CurrentSession, 'id' | 'userId'>, context: AuditContext): Promise<string | undefined> {
+  async reauthenticate(
+    session: Pick<CurrentSession, 'id' | 'userId'>,
+    context: AuditContext,
+    amr: AuthenticationMethods = ['pwd'],
+  ): Promise<string | undefined> {
     const { id, userId } = session;
     const secret = randomSecret(32);
     const now = Date.now();
@@ -85,6 +96,7 @@ export class SessionsService {
       userId,
       now,
       expiresAt: now + this.config.sessionTtl * 1000,
+      amr: amr.join(' '),
     };
     if (!(await this.sessions.reauthenticate(params, event))) return undefined;
     this.audit.log(event);

@@ -265,8 +265,8 @@ export class AuthorizeController {
     session: CurrentSession,
     status: 302 | 303,
   ): Promise<void> {
-    const { userId, authTime, sid } = session;
-    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId, authTime, sid });
+    const { userId, authTime, sid, amr } = session;
+    const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId, authTime, sid, amr });
     sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
   }
 
