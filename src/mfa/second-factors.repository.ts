@@ -14,6 +14,9 @@ export interface LoginChallengeRow {
 }
 
 const FIND_TOTP = sql`SELECT secret, confirmed_at FROM totp_factors WHERE user_id = :userId`;
+const ALL_TOTP_SECRETS = sql`SELECT user_id, secret FROM totp_factors`;
+/** Replaces a secret by the same one sealed anew, unless the row changed since it was read. */
+const RESEAL_TOTP = sql`UPDATE totp_factors SET secret = :sealed WHERE user_id = :userId AND secret = :was`;
 /** A new (unconfirmed) authenticator replaces an unconfirmed one; a confirmed one stays until it is removed. */
 const PUT_UNCONFIRMED_TOTP = sql`
   INSERT INTO totp_factors (user_id, secret, created_at, confirmed_at, last_step) VALUES (:userId, :secret, :now, NULL, 0)
@@ -45,6 +48,17 @@ export class SecondFactorsRepository {
   async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
     const row = await this.db.one<{ secret: string; confirmed_at: unknown }>(FIND_TOTP, { userId });
     return row && { secret: row.secret, confirmedAt: epochMs(row.confirmed_at, true) };
+  }
+
+  /** Every stored secret (sealed or not), for a re-seal under a new key-encryption key. */
+  async allTotpSecrets(): Promise<{ userId: string; secret: string }[]> {
+    const rows = (await this.db.run<{ user_id: string; secret: string }>(ALL_TOTP_SECRETS)).rows;
+    return rows.map((row) => ({ userId: row.user_id, secret: row.secret }));
+  }
+
+  /** Stores `sealed` in place of `was`; false when the row changed meanwhile (a new authenticator, a removal). */
+  async resealTotp(userId: string, was: string, sealed: string): Promise<boolean> {
+    return (await this.db.run(RESEAL_TOTP, { userId, was, sealed })).affected > 0;
   }
 
   /** Stores a new unconfirmed authenticator; false when the person has a confirmed one. */

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
 import { toString as qrSvg } from 'qrcode';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { hashSecret, randomSecret } from '../common/crypto/secrets';
-import { KeyEncryption } from '../keys/key-encryption';
+import { KeyEncryption, KeyEncryptionError } from '../keys/key-encryption';
+import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
 import { type LoginChallengeRow, SecondFactorsRepository } from './second-factors.repository';
 import { matchingStep, newRecoveryCodes, newTotpSecret, normalizedRecoveryCode, totpUri } from './totp';
@@ -124,6 +126,19 @@ export class SecondFactorsService {
 
   async endChallenge(secret: string): Promise<void> {
     await this.factors.deleteChallenge(hashSecret(secret));
+  }
+
+  /** `keys:reencrypt`: every authenticator secret sealed under KEY_ENCRYPTION_KEY (plain ones, and the old key's). */
+  @OnEvent(KEYS_REENCRYPTING, { promisify: true, suppressErrors: false })
+  async reseal(): Promise<ResealedSecrets> {
+    if (!this.sealing.id) throw new KeyEncryptionError('KEY_ENCRYPTION_KEY is not set: there is nothing to seal the secrets with');
+    let resealed = 0;
+    for (const { userId, secret } of await this.factors.allTotpSecrets()) {
+      if (KeyEncryption.sealedWith(secret) === this.sealing.id) continue;
+      const sealed = this.sealing.seal(sealedFor(userId), this.secretOf(userId, secret));
+      if (await this.factors.resealTotp(userId, secret, sealed)) resealed++;
+    }
+    return { totpSecrets: resealed };
   }
 
   private secretOf(userId: string, stored: string): string {

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_REQUEST } from '../../src/audit/audit-events';
+import { SecondFactorsService } from '../../src/mfa/second-factors.service';
+import { totpCode } from '../../src/mfa/totp';
 import { CLI, buildOnce, runToExit } from '../support/service-process';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 
@@ -38,7 +41,16 @@ describe('private signing keys at rest (KEY_ENCRYPTION_KEY)', () => {
     const db = await database();
     const first = await createTestApp({ KEY_ENCRYPTION_KEY: K1 }, db);
     let kid: string;
+    // A person's authenticator being set up: its secret is sealed with the same key-encryption key.
+    let totp: { userId: string; secret: string };
     try {
+      const person = await first.createUser();
+      totp = { userId: person.id, secret: (await first.app.get(SecondFactorsService).beginTotp(person.id, person.email, 'test'))!.secret };
+      const [sealed] = (await first.app.get(DataSource).query(`SELECT secret FROM totp_factors WHERE user_id = '${person.id}'`)) as {
+        secret: string;
+      }[];
+      expect(sealed.secret).toMatch(/^kek1\./);
+      expect(sealed.secret).not.toContain(totp.secret);
       const rows = await storedKeys(first);
       expect(rows).toHaveLength(1);
       kid = rows[0].kid;
@@ -71,12 +83,16 @@ describe('private signing keys at rest (KEY_ENCRYPTION_KEY)', () => {
       reencrypted: 1,
       alreadySealed: 0,
       keyEncryptionKeyId: expect.stringMatching(/^[0-9a-f]{16}$/),
+      resealed: { totpSecrets: 1 },
     });
     expect(reencrypt(db, { KEY_ENCRYPTION_KEY: K2 }).lines[0]).toContain('"reencrypted":0');
 
     const after = await createTestApp({ KEY_ENCRYPTION_KEY: K2 }, db);
     try {
       expect(await publishedKids(after)).toEqual([kid]);
+      // The authenticator's secret opens under the new key alone: its current code confirms it.
+      const codes = await after.app.get(SecondFactorsService).confirmTotp(totp.userId, totpCode(totp.secret, Date.now()), NO_REQUEST);
+      expect(codes).toHaveLength(10);
     } finally {
       await after.close();
     }

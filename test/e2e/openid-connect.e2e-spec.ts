@@ -136,8 +136,9 @@ describe('OpenID Connect (openid-client as the relying party)', () => {
       expect(claims.sid).toEqual(expect.any(String));
       // RFC 8176: signed in with a password only.
       expect(claims.amr).toEqual(['pwd']);
-      // The access token is for the same user.
+      // The access token is for the same user, signed in the same way.
       expect(decodeJwt(tokens.access_token).payload.sub).toBe(claims.sub);
+      expect(decodeJwt(tokens.access_token).payload.amr).toEqual(['pwd']);
 
       const { header } = decodeJwt(tokens.id_token!);
       expect(header).toMatchObject({ alg: 'RS256', typ: 'JWT' });

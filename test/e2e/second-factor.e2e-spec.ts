@@ -135,7 +135,7 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     expectPage(await browser.get(PAGE), 200);
   });
 
-  it('says how the person signed in: amr ["pwd", "otp", "mfa"] in ID tokens, from the code and again at a refresh', async () => {
+  it('says how the person signed in: amr ["pwd", "otp", "mfa"] in ID and access tokens, from the code and again at a refresh', async () => {
     const { user, secret } = await enrolled();
     const { browser, res } = await passwordStep(a, user.email);
     expect((await browser.submit(res, { code: codeOf(secret, 1) })).status).toBe(303);
@@ -155,9 +155,12 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     });
     expect(issued.status, JSON.stringify(issued.body)).toBe(200);
     expect(decodeJwt(issued.body.id_token).payload).toMatchObject({ sub: user.id, amr: ['pwd', 'otp', 'mfa'] });
+    // RFC 9068 2.2.1: the access token says it too, for a resource server that wants a second factor.
+    expect(decodeJwt(issued.body.access_token).payload.amr).toEqual(['pwd', 'otp', 'mfa']);
     const refreshed = await token(b, client, { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token });
     expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
     expect(decodeJwt(refreshed.body.id_token).payload.amr).toEqual(['pwd', 'otp', 'mfa']);
+    expect(decodeJwt(refreshed.body.access_token).payload.amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 
   it('accepts each code once: the same code in a second sign-in is refused, on the other instance too', async () => {

@@ -49,6 +49,8 @@ export interface AccessTokenClaims {
   grantClientId?: string;
   /** Expiry (seconds since the epoch) when earlier than the usual lifetime's end: an exchanged token never outlives its subject token. */
   notAfter?: number;
+  /** RFC 9068 2.2.1: how the person signed in (RFC 8176), when the grant's login says. */
+  amr?: string[];
 }
 
 export interface RefreshTokenSecret {
@@ -95,6 +97,7 @@ export class TokenIssuer {
         ...(claims.clientCredentials ? CLIENT_CREDENTIALS_CLAIM : {}),
         ...(claims.act ? { act: claims.act } : {}),
         ...(claims.grantClientId ? { gcid: claims.grantClientId } : {}),
+        ...(claims.amr ? { amr: claims.amr } : {}),
         iat,
         exp,
         jti,
@@ -152,6 +155,7 @@ export class TokenIssuer {
       scope,
       grantId: grant.id,
       audience: grant.audience,
+      amr: grant.login?.amr,
     });
     const openid = grant.login !== undefined && scope.split(' ').includes(OidcScope.openid);
     return {
