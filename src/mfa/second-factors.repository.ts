@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 
 /** A person's TOTP authenticator as stored: the secret (sealed when a key-encryption key is set). */
 export interface TotpFactorRow {
@@ -39,6 +39,11 @@ const TRY_CHALLENGE = sql`
   RETURNING user_id, return_to`;
 const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
 const DELETE_CHALLENGES = sql`DELETE FROM login_challenges WHERE user_id = :userId`;
+/** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
+const DELETE_EXPIRED_CHALLENGES = new Statement(
+  `DELETE FROM login_challenges WHERE id IN (SELECT id FROM login_challenges WHERE expires_at < :cutoff LIMIT :batch)`,
+  { unprepared: true },
+);
 
 /** The second-factor module's one way to its tables. */
 @Injectable()
@@ -108,5 +113,10 @@ export class SecondFactorsRepository {
 
   async deleteChallenge(id: string): Promise<void> {
     await this.db.run(DELETE_CHALLENGE, { id });
+  }
+
+  /** Up to `batch` sign-ins that expired before `cutoff` waiting for a code; how many. */
+  async deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
+    return (await this.db.run(DELETE_EXPIRED_CHALLENGES, { cutoff, batch })).affected;
   }
 }

@@ -9,6 +9,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { OAuthConfig } from './oauth.config';
 import { type PruneStep, RetentionRepository } from './retention.repository';
 
+import { SecondFactorsService } from '../mfa/second-factors.service';
 /** The PostgreSQL advisory lock key of the pruning job (an arbitrary constant of this service: "oauthprn"). */
 const PRUNE_LOCK_KEY = '6f61757468707266';
 /**
@@ -21,7 +22,8 @@ const BATCH_PAUSE_MS = 50;
 /**
  * Retention: every PRUNE_INTERVAL_SECONDS (default 600; 0: never) one instance at a time (PostgreSQL: an advisory
  * lock that the others skip on) deletes what nothing can use any more — codes never redeemed, ended grants with their codes and refresh
- * tokens, expired sessions, used client-assertion ids, and revoked-list entries — in batches of a few thousand
+ * tokens, expired sessions, used client-assertion ids, sign-ins that waited for a second factor in vain, and
+ * revoked-list entries — in batches of a few thousand
  * rows with a pause between them, so the hot paths never wait behind a long delete. Consents go with their client
  * or person (foreign keys). Counted in `pruned_rows_total{table}`.
  */
@@ -39,6 +41,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly config: AppConfig,
     private readonly oauthConfig: OAuthConfig,
     private readonly metrics: MetricsService,
+    private readonly secondFactors: SecondFactorsService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -87,6 +90,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const deleted: Record<string, number> = {};
     const steps: PruneStep[] = [
       ...this.rows.steps(),
+      // Sign-ins that waited for a second factor in vain.
+      { table: 'login_challenges', cutoff: 'now', deleteBatch: (at, size) => this.secondFactors.deleteExpiredChallenges(at, size) },
       // Revoked-list entries past the life of every token they cover.
       { table: 'revoked_grants', cutoff: 'now', deleteBatch: (at, size) => this.revoked.deleteExpired(at, size) },
     ];

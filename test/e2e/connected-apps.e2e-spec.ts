@@ -7,6 +7,7 @@ import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import {
   Browser,
   NO_RATE_LIMITS,
+  PAGE_CSP,
   REDIRECT_URI,
   authorizePath,
   backChannel,
@@ -26,7 +27,6 @@ import { type TestApp, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/apps';
 const REVOKE = '/account/apps/revoke';
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
 
 interface ListedApp {
   name: string;

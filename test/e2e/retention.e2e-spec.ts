@@ -2,6 +2,7 @@ import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { RetentionService } from '../../src/oauth/retention.service';
+import { SecondFactorsService } from '../../src/mfa/second-factors.service';
 import { hashSecret } from '../../src/common/crypto/secrets';
 import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -18,6 +19,8 @@ const COUNT_REVOKED = sql`SELECT COUNT(*) AS n FROM revoked_grants WHERE grant_i
 const END_GRANT = sql`UPDATE grants SET expires_at = :at WHERE id = :id`;
 const EXPIRE_CODES = sql`UPDATE authorization_codes SET expires_at = :at WHERE grant_id = :id`;
 const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id = :id`;
+const COUNT_CHALLENGES = sql`SELECT COUNT(*) AS n FROM login_challenges WHERE user_id = :id`;
+const EXPIRE_CHALLENGES = sql`UPDATE login_challenges SET expires_at = :at WHERE user_id = :id`;
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
 const CODE_GRANT = sql`SELECT grant_id FROM authorization_codes WHERE code_hash = :codeHash`;
 const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)`;
@@ -74,6 +77,11 @@ describe('the retention job', () => {
     const kept = await signedIn(t);
     await db.run(EXPIRE_SESSIONS, { id: gone.user.id, at: now - 1_000 });
 
+    // Sign-ins that waited for a second factor: an expired one goes, a live one stays.
+    const [waitedInVain, waiting] = [await t.createUser(), await t.createUser()];
+    for (const person of [waitedInVain, waiting]) await t.app.get(SecondFactorsService).startChallenge(person.id, '/');
+    await db.run(EXPIRE_CHALLENGES, { id: waitedInVain.id, at: now - 1_000 });
+
     // Revoked-list entries: one past its tokens' life goes, a fresh one stays.
     const revoked = await issueTokens(t, { client });
     const revokedGrant = decodeJwt(revoked.access).payload.gid as string;
@@ -99,6 +107,7 @@ describe('the retention job', () => {
       grants: 1,
       sessions: 1,
       client_assertion_jtis: expiredJtis,
+      login_challenges: 1,
       revoked_grants: 1,
     });
 
@@ -116,6 +125,8 @@ describe('the retention job', () => {
     expect(await count(COUNT_REVOKED, revokedGrant)).toBe(0);
     expect(await count(COUNT_REVOKED, stillRevokedGrant)).toBe(1);
     expect(await count(COUNT_JTIS, client.client_id)).toBe(1);
+    expect(await count(COUNT_CHALLENGES, waitedInVain.id)).toBe(0);
+    expect(await count(COUNT_CHALLENGES, waiting.id)).toBe(1);
 
     // What stays still works; what went is gone for its holder too.
     const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: liveRotated.body.refresh_token });
@@ -138,6 +149,7 @@ describe('the retention job', () => {
       grants: 0,
       sessions: 0,
       client_assertion_jtis: 0,
+      login_challenges: 0,
       revoked_grants: 0,
     });
   }, 120_000);

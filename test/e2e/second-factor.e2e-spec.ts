@@ -8,6 +8,7 @@ import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto'
 import {
   Browser,
   NO_RATE_LIMITS,
+  PAGE_CSP,
   authorizeCode,
   decodeJwt,
   login,
@@ -20,7 +21,6 @@ import {
 import { type TestApp, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
 const KEY_ENCRYPTION_KEY = randomBytes(32).toString('base64');
 
 /** The code an authenticator app shows for `secret`, `steps` periods of 30 s from now (RFC 6238, SHA-1, 6 digits). */

@@ -12,6 +12,9 @@ export const REDIRECT_URI = 'https://client.example/cb';
 /** Rate limits high enough that a suite's many logins and token requests are never throttled. */
 export const NO_RATE_LIMITS = { RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000' };
 
+/** The Content-Security-Policy of every HTML page of the authorization server (inline styles only, nothing framed). */
+export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
+
 /** Registers a client the way `client:create` does; confidential and untrusted unless told otherwise. */
 export async function registerClient(t: TestApp, input: Partial<CreateClientInput> = {}): Promise<ClientView> {
   return t.app.get(ClientsService).create({ name: 'Photo Printer', redirectUris: [REDIRECT_URI], ...input });

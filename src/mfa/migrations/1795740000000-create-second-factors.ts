@@ -59,6 +59,8 @@ export class CreateSecondFactors1795740000000 implements MigrationInterface {
       }),
     );
     await q.createIndex('login_challenges', new TableIndex({ name: 'idx_login_challenges_user', columnNames: ['user_id'] }));
+    // The retention job deletes the expired ones by this.
+    await q.createIndex('login_challenges', new TableIndex({ name: 'idx_login_challenges_expires', columnNames: ['expires_at'] }));
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -75,12 +75,9 @@ export class LoginController {
   @ApiProblems(429)
   @RateLimit('login')
   async login(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
-    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
-      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
-      return;
-    }
+    const form = this.checkedForm(req, res);
+    if (!form) return;
+    const { body, cookieToken } = form;
     const returnTo = safeReturnTo(body.return_to);
     const email = typeof body.email === 'string' ? body.email.trim() : '';
     const password = typeof body.password === 'string' ? body.password : '';
@@ -128,12 +125,9 @@ export class LoginController {
   @ApiProblems(429)
   @RateLimit('login')
   async code(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
-    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
-      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
-      return;
-    }
+    const form = this.checkedForm(req, res);
+    if (!form) return;
+    const { body, cookieToken } = form;
     const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
     const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
     if (!secret || !challenge) {
@@ -175,6 +169,17 @@ export class LoginController {
     if (session) await this.sessions.end(session, auditContextOf(req), { via: 'logout form' });
     sessionCookie.clear(res, this.config);
     res.redirect(303, '/login');
+  }
+
+  /** A sign-in form's fields, when its CSRF token matches the cookie (double submit); else answers 403. */
+  private checkedForm(req: Request, res: Response): { body: Record<string, unknown>; cookieToken: string } | undefined {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
+    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
+      return undefined;
+    }
+    return { body, cookieToken };
   }
 
   private csrfFor(req: Request, res: Response): string {
