@@ -3,6 +3,7 @@ import { AuditModule } from '../audit/audit.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
 import { KeysConfig } from '../keys/keys.config';
+import { MfaConfig } from './mfa.config';
 import { SecondFactorsRepository } from './second-factors.repository';
 import { SecondFactorsService } from './second-factors.service';
 
@@ -11,7 +12,7 @@ import { SecondFactorsService } from './second-factors.service';
  * authorization server use {@link SecondFactorsService}; nothing here knows HTTP.
  */
 @Module({
-  imports: [AppConfigModule.forFeature(KeysConfig), AuditModule],
+  imports: [AppConfigModule.forFeature(KeysConfig), AppConfigModule.forFeature(MfaConfig), AuditModule],
   providers: [SecondFactorsRepository, SecondFactorsService, SqlRunner],
   exports: [SecondFactorsService],
 })

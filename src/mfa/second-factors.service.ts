@@ -7,8 +7,13 @@ import { hashSecret, randomSecret } from '../common/crypto/secrets';
 import { KeyEncryption, KeyEncryptionError } from '../keys/key-encryption';
 import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
+import type { Role } from '../users/user.entity';
+import { MfaConfig } from './mfa.config';
 import { type LoginChallengeRow, SecondFactorsRepository } from './second-factors.repository';
 import { matchingStep, newRecoveryCodes, newTotpSecret, normalizedRecoveryCode, totpUri } from './totp';
+
+/** The QR code as an SVG element, medium error correction (a phone camera reads it off a screen), a thin margin. */
+const QR_OPTIONS = { type: 'svg', errorCorrectionLevel: 'M', margin: 1 } as const;
 
 /** How long a sign-in waits for its second factor, and how many codes it may try. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -43,10 +48,16 @@ export class SecondFactorsService {
   constructor(
     private readonly factors: SecondFactorsRepository,
     private readonly audit: AuditService,
+    private readonly config: MfaConfig,
     keys: KeysConfig,
   ) {
     this.sealing = new KeyEncryption(keys.keyEncryptionKey);
     this.oldSealing = keys.oldKeyEncryptionKey ? new KeyEncryption(keys.oldKeyEncryptionKey) : undefined;
+  }
+
+  /** Whether people of this role must set up a second factor before they sign in (MFA_REQUIRED_ROLES). */
+  requiredFor(role: Role): boolean {
+    return this.config.requires(role);
   }
 
   /** Whether the person must give a second factor to sign in. */
@@ -68,7 +79,18 @@ export class SecondFactorsService {
     const secret = newTotpSecret();
     if (!(await this.factors.putUnconfirmedTotp(userId, this.sealing.seal(sealedFor(userId), secret), Date.now()))) return undefined;
     const uri = totpUri(secret, label, issuer);
-    return { secret, uri, qrSvg: await qrSvg(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 1 }) };
+    return { secret, uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
+  }
+
+  /**
+   * The authenticator being set up, to scan again (the same secret while it is not confirmed), or a new one;
+   * undefined when the person has an active one.
+   */
+  async enrolment(userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
+    const totp = await this.factors.findTotp(userId);
+    if (!totp || totp.confirmedAt !== null) return totp ? undefined : this.beginTotp(userId, label, issuer);
+    const uri = totpUri(this.secretOf(userId, totp.secret), label, issuer);
+    return { secret: this.secretOf(userId, totp.secret), uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
   }
 
   /**

@@ -103,8 +103,8 @@ export class UsersRepository {
   }
 
   /** The id and password hash of the user with this (normalised) email. */
-  credentialsOf(emailNormalized: string): Promise<Pick<User, 'id' | 'passwordHash'> | null> {
-    return this.users.findOne({ where: { emailNormalized }, select: { id: true, passwordHash: true } });
+  credentialsOf(emailNormalized: string): Promise<Pick<User, 'id' | 'passwordHash' | 'role'> | null> {
+    return this.users.findOne({ where: { emailNormalized }, select: { id: true, passwordHash: true, role: true } });
   }
 
   /** A new user from its fields (not stored yet). */

@@ -26,6 +26,8 @@ export interface Actor {
 export interface UserCredentials {
   id: string;
   passwordHash: string;
+  /** Read with the password: whether the person must sign in with a second factor depends on it. */
+  role: Role;
 }
 
 @Injectable()

@@ -50,10 +50,11 @@ describe('GET /docs/openapi.json tells the truth', () => {
     // 200: the form for the second factor's code, when the person has an authenticator.
     expect(statuses('post', '/login')).toEqual(['200', '303', '400', '401', '403', '413', '415', '429']);
     expect(statuses('post', '/login/code')).toEqual(['303', '400', '401', '403', '413', '415', '429']);
+    expect(statuses('post', '/login/enrol')).toEqual(['200', '400', '401', '403', '413', '415', '429']);
     expect(statuses('get', '/account/security')).toEqual(['200', '302', '400']);
     expect(statuses('post', '/account/security/totp')).toEqual(['200', '400', '403', '409', '413', '415']);
     expect(statuses('post', '/account/security/totp/confirm')).toEqual(['200', '400', '403', '413', '415', '429']);
-    expect(statuses('post', '/account/security/totp/remove')).toEqual(['303', '400', '403', '413', '415', '429']);
+    expect(statuses('post', '/account/security/totp/remove')).toEqual(['303', '400', '403', '409', '413', '415', '429']);
     expect(statuses('post', '/logout')).toEqual(['303']);
     expect(statuses('get', '/account/apps')).toEqual(['200', '302', '400']);
     expect(statuses('post', '/account/apps/revoke')).toEqual(['303', '400', '403', '404', '413', '415']);

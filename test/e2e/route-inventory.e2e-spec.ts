@@ -50,7 +50,7 @@ interface Route {
 }
 
 /**
- * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login` and its second step `/login/code`, `/logout`, `/end-session*` (OpenID
+ * The public set: `/authorize*`, `/token`, `/revoke`, `/introspect`, `/login` and its second steps `/login/code` and `/login/enrol`, `/logout`, `/end-session*` (OpenID
  * Connect RP-initiated logout, whose confirmation form is checked against the login session), `/register*` (dynamic
  * registration, which takes its own tokens), the account pages `/account/apps*` and `/account/security*` (the login session is their
  * authentication), `/.well-known/*`, `/health/*`, `/docs*`, `/metrics` (public to the bearer guard only: its own
@@ -63,7 +63,7 @@ const PUBLIC_PATTERNS = [
   /^\/revoke$/,
   /^\/introspect$/,
   /^\/register(\/:clientId)?$/,
-  /^\/login(\/code)?$/,
+  /^\/login(\/code|\/enrol)?$/,
   /^\/logout$/,
   /^\/end-session(\/confirm)?$/,
   /^\/account\/apps(\/revoke)?$/,
@@ -115,6 +115,7 @@ const PROTOCOL_ROUTES = [
   'GET /login',
   'POST /login',
   'POST /login/code',
+  'POST /login/enrol',
   'POST /logout',
   // OpenID Connect RP-Initiated Logout: a protocol endpoint and its confirmation form.
   'GET /end-session',

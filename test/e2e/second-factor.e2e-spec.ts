@@ -18,7 +18,7 @@ import {
   signedIn,
   token,
 } from '../support/oauth';
-import { type TestApp, createTwoInstances } from '../support/test-app';
+import { type TestApp, createTestApp, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
 const KEY_ENCRYPTION_KEY = randomBytes(32).toString('base64');
@@ -252,5 +252,58 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     const second = await browser.post('/account/security/totp', { csrf });
     expectPage(second, 409);
     expect(second.text).toContain('An authenticator is set up already');
+  });
+});
+
+describe('MFA_REQUIRED_ROLES: people of these roles set up an authenticator before they are signed in', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp({ ...NO_RATE_LIMITS, MFA_REQUIRED_ROLES: 'admin' });
+  });
+  afterAll(() => t.close());
+
+  const keyOf = (page: Response) => /Key: <code>([A-Z2-7]+)<\/code>/.exec(page.text)![1];
+
+  it('leads an administrator without one to set it up: no session before a first code matches, then the recovery codes and on', async () => {
+    const admin = await t.createUser({ role: 'admin' });
+    const browser = new Browser(t);
+    const asked = await login(browser, admin.email, undefined, '/account/apps');
+    expectPage(asked, 200);
+    expect(asked.text).toContain('Your account needs a second factor');
+    expect(parseForm(asked.text).action).toBe('/login/enrol');
+    expect(browser.cookies.has('oauth_session')).toBe(false);
+    expect((await browser.get('/account/apps')).status).toBe(302);
+
+    const secret = keyOf(asked);
+    const wrong = await browser.submit(asked, { code: wrongCode(secret) });
+    expectPage(wrong, 400);
+    expect(wrong.text).toContain('The code does not match.');
+    // The same authenticator to scan again, not a new one.
+    expect(keyOf(wrong)).toBe(secret);
+    expect(browser.cookies.has('oauth_session')).toBe(false);
+
+    const done = await browser.submit(wrong, { code: codeOf(secret) });
+    expectPage(done, 200);
+    expect(browser.cookies.has('oauth_session')).toBe(true);
+    expect(browser.cookies.has('login_challenge')).toBe(false);
+    const codes = [...done.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+    expect(codes).toHaveLength(10);
+    expect(done.text).toContain('<a href="/account/apps">I have saved them</a>');
+    expect((await browser.get('/account/apps')).status).toBe(200);
+
+    // From now on the code is asked after the password; and the authenticator stays while the role needs it.
+    const next = await login(new Browser(t), admin.email);
+    expect(parseForm(next.text).action).toBe('/login/code');
+    const page = await browser.get(PAGE);
+    const removal = await browser.submit(page, { code: codes[0] });
+    expectPage(removal, 409);
+    expect(removal.text).toContain('Your account needs a second factor: the authenticator cannot be removed.');
+  });
+
+  it('leaves people of other roles to choose: a password alone signs them in', async () => {
+    const person = await t.createUser();
+    const res = await login(new Browser(t), person.email);
+    expect(res.status).toBe(303);
   });
 });

@@ -88,11 +88,17 @@ export class AccountSecurityController {
   @ApiRedirect(303, `Removed: back to ${ACCOUNT_SECURITY_PATH}`)
   @ApiPageFormErrors('A wrong or used code: the page again')
   @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(409, "The person's role needs a second factor (MFA_REQUIRED_ROLES): it stays")
   @ApiProblems(429)
   @RateLimit('login')
   async remove(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
+    const role = await this.users.roleOf(session.userId);
+    if (role !== undefined && this.secondFactors.requiredFor(role)) {
+      await this.render(res, 409, session, { error: 'Your account needs a second factor: the authenticator cannot be removed.' });
+      return;
+    }
     // A current code (or a recovery code), so that a session left open on a shared computer cannot remove it.
     if (!(await this.secondFactors.verify(session.userId, codeOf(req), auditContextOf(req)))) {
       await this.render(res, 400, session, { error: 'The code is not correct, or it was used already.' });

@@ -108,12 +108,55 @@ export class LoginController {
     }
     if (await this.secondFactors.required(user.id)) {
       // The password matched; the session waits for the second factor (five tries, five minutes).
-      const challenge = await this.secondFactors.startChallenge(user.id, returnTo);
-      setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+      await this.startChallenge(res, user.id, returnTo);
       sendHtml(res, 200, this.pages.secondFactor({ csrf: cookieToken }));
       return;
     }
+    if (this.secondFactors.requiredFor(user.role)) {
+      // MFA_REQUIRED_ROLES: no session before the person has set up an authenticator (the challenge's five minutes).
+      await this.startChallenge(res, user.id, returnTo);
+      const enrolment = (await this.secondFactors.enrolment(user.id, email, this.issuerHost))!;
+      sendHtml(res, 200, this.pages.signInEnrolment({ csrf: cookieToken, qrSvg: enrolment.qrSvg, secret: enrolment.secret }));
+      return;
+    }
     await this.signIn(req, res, user.id, returnTo, ['pwd']);
+  }
+
+  @Post('login/enrol')
+  @ApiPageForm({ code: { type: 'string', maxLength: 32 }, csrf: { type: 'string' } }, ['code', 'csrf'])
+  @ApiHtml(200, 'Set up and signed in: the session cookie is set, and the recovery codes are shown once, with a link to return_to')
+  @ApiPageFormErrors('A code that does not match: the authenticator to scan again')
+  @ApiHtml(401, 'No sign-in waiting for an authenticator (expired, or too many wrong codes): a link back to the login form')
+  @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
+  @ApiProblems(429)
+  @RateLimit('login')
+  async enrol(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const form = this.checkedForm(req, res);
+    if (!form) return;
+    const { body, cookieToken } = form;
+    const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
+    const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
+    if (!secret || !challenge) {
+      this.signInExpired(res);
+      return;
+    }
+    const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
+    const codes = await this.secondFactors.confirmTotp(challenge.userId, code, auditContextOf(req));
+    if (!codes) {
+      const label = (await this.users.emailOf(challenge.userId)) ?? challenge.userId;
+      const enrolment = await this.secondFactors.enrolment(challenge.userId, label, this.issuerHost);
+      if (!enrolment) {
+        this.signInExpired(res);
+        return;
+      }
+      const error = 'The code does not match. Enter the code your app shows now.';
+      sendHtml(res, 400, this.pages.signInEnrolment({ csrf: cookieToken, qrSvg: enrolment.qrSvg, secret: enrolment.secret, error }));
+      return;
+    }
+    await this.secondFactors.endChallenge(secret);
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    await this.startSession(req, res, challenge.userId, ['pwd', 'otp', 'mfa']);
+    sendHtml(res, 200, this.pages.signInRecoveryCodes(codes, challenge.returnTo));
   }
 
   @Post('login/code')
@@ -131,9 +174,7 @@ export class LoginController {
     const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
     const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
     if (!secret || !challenge) {
-      clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
-      const again = { href: '/login', label: 'Sign in again' };
-      sendHtml(res, 401, this.pages.error('Sign in again', 'This sign-in has expired or had too many wrong codes.', again));
+      this.signInExpired(res);
       return;
     }
     const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
@@ -149,8 +190,32 @@ export class LoginController {
     await this.signIn(req, res, challenge.userId, challenge.returnTo, ['pwd', 'otp', 'mfa']);
   }
 
+  /** A sign-in whose password matched, waiting for a second factor: its cookie (five minutes). */
+  private async startChallenge(res: Response, userId: string, returnTo: string): Promise<void> {
+    const challenge = await this.secondFactors.startChallenge(userId, returnTo);
+    setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+  }
+
+  /** No sign-in waiting for its second factor (expired, out of tries, never started): back to the password. */
+  private signInExpired(res: Response): void {
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    const again = { href: '/login', label: 'Sign in again' };
+    sendHtml(res, 401, this.pages.error('Sign in again', 'This sign-in has expired or had too many wrong codes.', again));
+  }
+
+  /** What an authenticator app shows as the account's issuer. */
+  private get issuerHost(): string {
+    return new URL(this.config.issuer).host;
+  }
+
   /** Starts (or renews) the person's session and sends them on to `returnTo`. */
   private async signIn(req: Request, res: Response, userId: string, returnTo: string, amr: AuthenticationMethods): Promise<void> {
+    await this.startSession(req, res, userId, amr);
+    res.redirect(303, returnTo);
+  }
+
+  /** Starts the person's session (a new login of theirs when the browser has one already), setting its cookie. */
+  private async startSession(req: Request, res: Response, userId: string, amr: AuthenticationMethods): Promise<void> {
     // Signing in again in a session of the same person (prompt=login, max_age) is a new login of that session; as
     // another person (switching accounts), the other person's session ends: its cookie is replaced, and a copy of
     // it must not outlive that.
@@ -159,7 +224,6 @@ export class LoginController {
     const renewed = current?.userId === userId ? await this.sessions.reauthenticate(current, auditContextOf(req), amr) : undefined;
     const secret = renewed ?? (await this.sessions.start(userId, auditContextOf(req), amr)).secret;
     sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
-    res.redirect(303, returnTo);
   }
 
   @Post('logout')

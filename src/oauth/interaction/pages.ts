@@ -120,6 +120,14 @@ export interface SecondFactorPageView {
   error?: string;
 }
 
+/** At sign-in, for a person whose role needs a second factor and who has none: the authenticator to set up. */
+export interface SignInEnrolmentPageView {
+  csrf: string;
+  qrSvg: string;
+  secret: string;
+  error?: string;
+}
+
 /** The account's security page: the authenticator's state and what can be done with it. */
 export interface AccountSecurityPageView {
   csrf: string;
@@ -272,15 +280,9 @@ ${hidden('csrf', opts.csrf)}
 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="32">`;
     let body: string;
     if (opts.recoveryCodes) {
-      body = `<p class="lead">Your authenticator is set up: from now on, signing in asks for a code from it.</p>
-<p class="lead">Keep these recovery codes somewhere safe. Each signs you in once if you lose your authenticator. They are shown only now.</p>
-<ul class="codes">${opts.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>
-<p class="lead"><a href="/account/security">I have saved them</a></p>`;
+      body = this.recoveryCodes(opts.recoveryCodes, '/account/security');
     } else if (opts.enrolment) {
-      body = `<p class="lead">Scan this code with your authenticator app, or type the key below into it, then enter the code it shows.</p>
-<figure class="qr">${opts.enrolment.qrSvg}</figure>
-<p class="lead">Key: <code>${escapeHtml(opts.enrolment.secret)}</code></p>
-<form method="post" action="/account/security/totp/confirm">${csrf}${codeField}<button type="submit">Confirm</button></form>`;
+      body = this.totpEnrolment('/account/security/totp/confirm', opts.csrf, opts.enrolment);
     } else if (opts.totp === 'active') {
       body = `<p class="lead">Signing in asks for a code from your authenticator app. Recovery codes left: ${opts.recoveryCodesLeft}.</p>
 <form method="post" action="/account/security/totp/remove">${csrf}${codeField}<button type="submit" class="danger">Remove the authenticator</button></form>`;
@@ -295,6 +297,46 @@ ${hidden('csrf', opts.csrf)}
 ${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${body}
 </div>`,
     );
+  }
+
+  /**
+   * At sign-in, when the person's role needs a second factor and they have none: the authenticator to set up, with
+   * the form for its first code (posts `code` and `csrf` to `/login/enrol`).
+   */
+  signInEnrolment(opts: SignInEnrolmentPageView): string {
+    return this.document(
+      'Set up an authenticator',
+      `<div class="card">
+<h1>Set up an authenticator</h1>
+<p class="lead">Your account needs a second factor: a code from an authenticator app at every sign-in.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${this.totpEnrolment('/login/enrol', opts.csrf, opts)}
+</div>`,
+    );
+  }
+
+  /** Signed in right after setting up an authenticator: the recovery codes, shown once, and the way on. */
+  signInRecoveryCodes(codes: string[], next: string): string {
+    return this.document(
+      'Your recovery codes',
+      `<div class="card">\n<h1>Your recovery codes</h1>\n${this.recoveryCodes(codes, next)}\n</div>`,
+    );
+  }
+
+  /** An authenticator to scan (or its key to type), and the form that confirms it with a first code. */
+  protected totpEnrolment(action: string, csrf: string, enrolment: { qrSvg: string; secret: string }): string {
+    return `<p class="lead">Scan this code with your authenticator app, or type the key below into it, then enter the code it shows.</p>
+<figure class="qr">${enrolment.qrSvg}</figure>
+<p class="lead">Key: <code>${escapeHtml(enrolment.secret)}</code></p>
+<form method="post" action="${escapeHtml(action)}">${hidden('csrf', csrf)}<label for="code">Code from your app</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="32"><button type="submit">Confirm</button></form>`;
+  }
+
+  /** The recovery codes, shown once, and a link to go on once they are saved. */
+  protected recoveryCodes(codes: string[], next: string): string {
+    return `<p class="lead">Your authenticator is set up: from now on, signing in asks for a code from it.</p>
+<p class="lead">Keep these recovery codes somewhere safe. Each signs you in once if you lose your authenticator. They are shown only now.</p>
+<ul class="codes">${codes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>
+<p class="lead"><a href="${escapeHtml(next)}">I have saved them</a></p>`;
   }
 
   /**
