@@ -5,6 +5,8 @@ import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 export interface TotpFactorRow {
   secret: string;
   confirmedAt: number | null;
+  /** Every code is refused until then (epoch ms), after too many wrong ones in a row; null when not locked. */
+  lockedUntil: number | null;
 }
 
 /** A sign-in that waits for its second factor. */
@@ -13,7 +15,14 @@ export interface LoginChallengeRow {
   returnTo: string;
 }
 
-const FIND_TOTP = sql`SELECT secret, confirmed_at FROM totp_factors WHERE user_id = :userId`;
+const FIND_TOTP = sql`SELECT secret, confirmed_at, locked_until FROM totp_factors WHERE user_id = :userId`;
+/** One more wrong code; the `:limit`-th in a row locks the authenticator until `:until` (and starts the count again). */
+const COUNT_FAILURE = sql`
+  UPDATE totp_factors SET
+    locked_until = CASE WHEN failures + 1 >= :limit THEN :until ELSE locked_until END,
+    failures = CASE WHEN failures + 1 >= :limit THEN 0 ELSE failures + 1 END
+  WHERE user_id = :userId`;
+const RESET_FAILURES = sql`UPDATE totp_factors SET failures = 0 WHERE user_id = :userId AND failures > 0`;
 const ALL_TOTP_SECRETS = sql`SELECT user_id, secret FROM totp_factors`;
 /** Replaces a secret by the same one sealed anew, unless the row changed since it was read. */
 const RESEAL_TOTP = sql`UPDATE totp_factors SET secret = :sealed WHERE user_id = :userId AND secret = :was`;
@@ -24,7 +33,7 @@ const PUT_UNCONFIRMED_TOTP = sql`
   WHERE totp_factors.confirmed_at IS NULL`;
 /** Takes the code's time step, only if no later or equal step was taken: each code is accepted once, on any instance. */
 const USE_STEP = sql`
-  UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now)
+  UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now), failures = 0
   WHERE user_id = :userId AND last_step < :step AND (confirmed_at IS NOT NULL OR :confirming = 1)`;
 const DELETE_TOTP = sql`DELETE FROM totp_factors WHERE user_id = :userId`;
 const DELETE_RECOVERY_CODES = sql`DELETE FROM recovery_codes WHERE user_id = :userId`;
@@ -51,8 +60,18 @@ export class SecondFactorsRepository {
   constructor(private readonly db: SqlRunner) {}
 
   async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
-    const row = await this.db.one<{ secret: string; confirmed_at: unknown }>(FIND_TOTP, { userId });
-    return row && { secret: row.secret, confirmedAt: epochMs(row.confirmed_at, true) };
+    const row = await this.db.one<{ secret: string; confirmed_at: unknown; locked_until: unknown }>(FIND_TOTP, { userId });
+    return row && { secret: row.secret, confirmedAt: epochMs(row.confirmed_at, true), lockedUntil: epochMs(row.locked_until, true) };
+  }
+
+  /** Counts a wrong code; the `limit`-th in a row locks the authenticator until `until`. */
+  async countFailure(userId: string, limit: number, until: number): Promise<void> {
+    await this.db.run(COUNT_FAILURE, { userId, limit, until });
+  }
+
+  /** A right code (a recovery code) ends the count of wrong ones. */
+  async resetFailures(userId: string): Promise<void> {
+    await this.db.run(RESET_FAILURES, { userId });
   }
 
   /** Every stored secret (sealed or not), for a re-seal under a new key-encryption key. */

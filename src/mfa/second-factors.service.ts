@@ -18,6 +18,12 @@ const QR_OPTIONS = { type: 'svg', errorCorrectionLevel: 'M', margin: 1 } as cons
 /** How long a sign-in waits for its second factor, and how many codes it may try. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
 const CHALLENGE_TRIES = 5;
+/**
+ * Wrong codes in a row, over every sign-in of the person, after which every code is refused for a while: someone
+ * who has the password cannot guess through the million codes by starting sign-in after sign-in.
+ */
+const FAILURES_BEFORE_LOCK = 10;
+const LOCK_MS = 15 * 60_000;
 
 /** What a person's account page shows of their second factors. */
 export interface SecondFactorStatus {
@@ -25,6 +31,12 @@ export interface SecondFactorStatus {
   totp: 'none' | 'pending' | 'active';
   recoveryCodesLeft: number;
 }
+
+/**
+ * What a second factor's check found: the factor that matched, or a refusal — `locked` while too many wrong codes
+ * in a row lock the authenticator (every code refused then, the right one too).
+ */
+export type SecondFactorCheck = { ok: true; factor: 'totp' | 'recovery' } | { ok: false; locked: boolean };
 
 /** An authenticator being set up: what the person scans or types into their app. */
 export interface TotpEnrolment {
@@ -111,19 +123,24 @@ export class SecondFactorsService {
 
   /**
    * A sign-in's second factor: a current code of the person's authenticator, or one of their recovery codes;
-   * each works once. Says which one matched.
+   * each works once. Ten wrong codes in a row lock the authenticator for 15 minutes.
    */
-  async verify(userId: string, typed: string, context: AuditContext): Promise<'totp' | 'recovery' | undefined> {
+  async verify(userId: string, typed: string, context: AuditContext): Promise<SecondFactorCheck> {
     const totp = await this.factors.findTotp(userId);
-    if (!totp || totp.confirmedAt === null) return undefined;
+    if (!totp || totp.confirmedAt === null) return { ok: false, locked: false };
     const now = Date.now();
+    if (totp.lockedUntil !== null && totp.lockedUntil > now) return { ok: false, locked: true };
     const step = matchingStep(this.secretOf(userId, totp.secret), typed.trim(), now);
-    if (step !== undefined) return (await this.factors.useStep(userId, step, now, false)) ? 'totp' : undefined;
+    if (step !== undefined && (await this.factors.useStep(userId, step, now, false))) return { ok: true, factor: 'totp' };
     const recovery = normalizedRecoveryCode(typed);
-    if (recovery === undefined || !(await this.factors.useRecoveryCode(userId, hashSecret(recovery), now))) return undefined;
+    if (recovery === undefined || !(await this.factors.useRecoveryCode(userId, hashSecret(recovery), now))) {
+      await this.factors.countFailure(userId, FAILURES_BEFORE_LOCK, now + LOCK_MS);
+      return { ok: false, locked: false };
+    }
+    await this.factors.resetFailures(userId);
     const left = await this.factors.unusedRecoveryCodes(userId);
     await this.audit.record({ type: 'recovery_code.used', actor: `user:${userId}`, userId, details: { left } }, context);
-    return 'recovery';
+    return { ok: true, factor: 'recovery' };
   }
 
   /** Removes the person's authenticator and recovery codes (the person, or an operator's reset); false when none. */

@@ -212,6 +212,28 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     expect(browser.cookies.has('login_challenge')).toBe(false);
   });
 
+  it('locks the authenticator after ten wrong codes in a row, over several sign-ins: then even the right code is refused for a while', async () => {
+    const { user, secret } = await enrolled();
+    for (let signIn = 0; signIn < 2; signIn++) {
+      const { browser, res } = await passwordStep(signIn === 0 ? a : b, user.email);
+      let page = res;
+      for (let i = 0; i < 5; i++) {
+        page = await browser.submit(page, { code: wrongCode(secret) });
+        expectPage(page, 401);
+      }
+    }
+    const locked = await passwordStep(a, user.email);
+    const refused = await locked.browser.submit(locked.res, { code: codeOf(secret, 1) });
+    expectPage(refused, 401);
+    expect(refused.text).toContain('Too many wrong codes: codes are refused for 15 minutes.');
+    expect(locked.browser.cookies.has('oauth_session')).toBe(false);
+    expect((await events('login.failed', user.id)).map((e) => e.details)).toContainEqual({ reason: 'second factor locked' });
+    // Once the lock has passed (moved into the past here), the right code signs in.
+    await a.app.get(DataSource).query(`UPDATE totp_factors SET locked_until = 1 WHERE user_id = '${user.id}'`);
+    const later = await passwordStep(b, user.email);
+    expect((await later.browser.submit(later.res, { code: codeOf(secret, 1) })).status).toBe(303);
+  });
+
   it('refuses the code form without its CSRF token, and a code without a sign-in waiting for it', async () => {
     const { user, secret } = await enrolled();
     const { browser, res } = await passwordStep(a, user.email);

@@ -11,8 +11,9 @@ const OF_USER = (table: string) =>
 
 /**
  * Second factors: a person's TOTP authenticator (its secret sealed like the signing keys, confirmed once a first
- * code matched, and the last time step used, so that no code is accepted twice), their recovery codes (hashes
- * only), and the sign-ins waiting for a second factor (the hash of the cookie that names one, its tries).
+ * code matched, the last time step used, so that no code is accepted twice, and its wrong codes in a row, which
+ * lock it for a while), their recovery codes (hashes only), and the sign-ins waiting for a second factor (the hash
+ * of the cookie that names one, its tries).
  */
 export class CreateSecondFactors1795740000000 implements MigrationInterface {
   name = 'CreateSecondFactors1795740000000';
@@ -27,6 +28,9 @@ export class CreateSecondFactors1795740000000 implements MigrationInterface {
           { name: 'created_at', type: 'bigint' },
           { name: 'confirmed_at', type: 'bigint', isNullable: true },
           { name: 'last_step', type: 'bigint', default: 0 },
+          // Wrong codes in a row, whatever the sign-in, and until when every code is refused after too many.
+          { name: 'failures', type: 'integer', default: 0 },
+          { name: 'locked_until', type: 'bigint', isNullable: true },
         ],
         foreignKeys: [OF_USER('totp_factors')],
       }),

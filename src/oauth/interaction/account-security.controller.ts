@@ -100,8 +100,12 @@ export class AccountSecurityController {
       return;
     }
     // A current code (or a recovery code), so that a session left open on a shared computer cannot remove it.
-    if (!(await this.secondFactors.verify(session.userId, codeOf(req), auditContextOf(req)))) {
-      await this.render(res, 400, session, { error: 'The code is not correct, or it was used already.' });
+    const check = await this.secondFactors.verify(session.userId, codeOf(req), auditContextOf(req));
+    if (!check.ok) {
+      const error = check.locked
+        ? 'Too many wrong codes: codes are refused for 15 minutes. Try again later.'
+        : 'The code is not correct, or it was used already.';
+      await this.render(res, 400, session, { error });
       return;
     }
     await this.secondFactors.remove(session.userId, `user:${session.userId}`, auditContextOf(req));

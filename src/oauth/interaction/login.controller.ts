@@ -25,6 +25,7 @@ const LOGIN_CSRF_COOKIE = 'login_csrf';
 const LOGIN_CHALLENGE_COOKIE = 'login_challenge';
 const GENERIC_FAILURE = 'The email or password is not correct.';
 const WRONG_CODE = 'The code is not correct, or it was used already.';
+const LOCKED = 'Too many wrong codes: codes are refused for 15 minutes. Try again later.';
 
 /** The login form (double-submit CSRF token) and logout. HTML pages and redirects, so it writes the response. */
 @Public()
@@ -178,11 +179,12 @@ export class LoginController {
       return;
     }
     const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
-    if (!(await this.secondFactors.verify(challenge.userId, code, auditContextOf(req)))) {
-      const details = { reason: 'wrong second factor' };
+    const check = await this.secondFactors.verify(challenge.userId, code, auditContextOf(req));
+    if (!check.ok) {
+      const details = { reason: check.locked ? 'second factor locked' : 'wrong second factor' };
       await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: challenge.userId, details }, auditContextOf(req));
       this.metrics.loginFailed();
-      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, error: WRONG_CODE }));
+      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, error: check.locked ? LOCKED : WRONG_CODE }));
       return;
     }
     await this.secondFactors.endChallenge(secret);
