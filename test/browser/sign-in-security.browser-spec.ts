@@ -70,3 +70,37 @@ describe('the sign-in security page and the code step in a real browser', () => 
     await desktop.close();
   });
 });
+
+describe('MFA_REQUIRED_ROLES in a real browser: an administrator sets up an authenticator while signing in', () => {
+  let env: BrowserTest;
+
+  beforeAll(async () => {
+    env = await startBrowserTest({ MFA_REQUIRED_ROLES: 'admin' });
+  });
+  afterAll(() => env?.close());
+
+  it('shows the authenticator to set up after the password, then the recovery codes, then where the sign-in was going', async () => {
+    const { t, browser, issuer } = env;
+    const { email } = await t.createUser({ name: 'Policy Admin', role: 'admin' });
+    const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+    const page = await context.newPage();
+    await page.goto(`${issuer}/account/apps`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Set up an authenticator');
+    await expect(page.locator('figure.qr svg').isVisible()).resolves.toBe(true);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: join(ARTIFACTS, 'login-enrol.png'), fullPage: true });
+    const key = (await page.locator('p.lead code').textContent())!;
+
+    await page.getByLabel('Code from your app').fill(codeOf(key));
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Your recovery codes');
+    await expect(page.locator('ul.codes li').count()).resolves.toBe(10);
+    await page.getByRole('link', { name: 'I have saved them' }).click();
+    await page.waitForURL((url) => url.pathname === '/account/apps');
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Connected apps');
+    await context.close();
+  });
+});

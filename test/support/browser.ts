@@ -17,9 +17,9 @@ export interface BrowserTest {
 }
 
 /** The app listening on a free port of 127.0.0.1 and a headless Chromium (Debian's, or CHROMIUM_PATH) to drive it. */
-export async function startBrowserTest(): Promise<BrowserTest> {
+export async function startBrowserTest(env: Record<string, string> = {}): Promise<BrowserTest> {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const t = await createListeningTestApp();
+  const t = await createListeningTestApp(env);
   const issuer = t.origin;
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
