@@ -15,7 +15,7 @@ import { UserResponseDto } from './dto/user-response.dto';
 import { UsersError } from './users.errors';
 import { User, type Role } from './user.entity';
 import { PasswordHasher } from './password-hasher';
-import { USER_DELETING, UserDeletingEvent } from './user-events';
+import { USER_DELETING, USER_PASSWORD_RESET, UserDeletingEvent, UserPasswordResetEvent } from './user-events';
 import { UsersRepository } from './users.repository';
 
 export interface Actor {
@@ -131,12 +131,16 @@ export class UsersService implements RoleDirectory {
     if (!(await this.users.delete(userId))) throw userNotFound();
   }
 
-  /** Replaces a person's password (an operator's reset from the command line); not found when no user has the email. */
+  /**
+   * Replaces a person's password (an operator's reset from the command line), then ends their sessions and grants
+   * (the `user.password-reset` event): whoever knew the old password is signed out. Not found when no user has the email.
+   */
   async setPassword(dto: SetPasswordDto): Promise<UserResponseDto> {
     const found = await this.credentials(dto.email);
     if (!found || !(await this.users.update(found.id, { passwordHash: await this.hasher.hash(dto.password), updatedAt: Date.now() }))) {
       throw userNotFound();
     }
+    await this.events.emitAsync(USER_PASSWORD_RESET, new UserPasswordResetEvent(found.id));
     return UserResponseDto.from(await this.mustFind(found.id));
   }
 

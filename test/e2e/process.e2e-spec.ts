@@ -286,9 +286,20 @@ describe('the built service', () => {
       expect(page.data[0]).toMatchObject({ email: 'Cli.User@example.com', role: 'admin' });
       expect(Object.keys(page.data[0]).sort()).toEqual(['age', 'createdAt', 'email', 'gender', 'id', 'name', 'role', 'updatedAt']);
 
+      const userId = JSON.stringify(page.data[0].id);
+      const sqlite = (script: string) =>
+        runToExit(env, ['-e', `const D=require('better-sqlite3');const db=new D(${JSON.stringify(db.url.slice(7))});${script}`]);
+      // A session of whoever knew the old password: the reset ends it.
+      sqlite(
+        `db.prepare("insert into sessions (id, user_id, csrf_token, created_at, expires_at, auth_time, sid, amr) values ('old-session', ?, 'c', 1, 9999999999999, 1, 's', 'pwd')").run(${userId});`,
+      );
       const reset = runToExit(env, [CLI, 'user:set-password', '--email', 'cli.user@example.com', '--password', 'a new long password']);
       expect(reset.status).toBe(0);
       expect(JSON.parse(reset.output)).toMatchObject({ id: page.data[0].id, email: 'Cli.User@example.com' });
+      const sessionsLeft = sqlite(
+        `process.stdout.write(String(db.prepare('select count(*) n from sessions where user_id=?').get(${userId}).n))`,
+      );
+      expect(sessionsLeft.output).toBe('0');
       const verified = runToExit(env, [
         '-e',
         `const D=require('better-sqlite3');const a=require('argon2');const db=new D(${JSON.stringify(db.url.slice(7))});` +
@@ -301,9 +312,6 @@ describe('the built service', () => {
 
       // A person who lost their authenticator and recovery codes: the operator removes them (the rows as the
       // account page stores them, written here directly).
-      const userId = JSON.stringify(page.data[0].id);
-      const sqlite = (script: string) =>
-        runToExit(env, ['-e', `const D=require('better-sqlite3');const db=new D(${JSON.stringify(db.url.slice(7))});${script}`]);
       sqlite(
         `db.prepare("insert into totp_factors (user_id, secret, created_at, confirmed_at, last_step) values (?, 'JBSWY3DPEHPK3PXP', 1, 1, 0)").run(${userId});` +
           `db.prepare("insert into recovery_codes (code_hash, user_id, created_at, used_at) values ('h1', ?, 1, null)").run(${userId});`,

@@ -5,7 +5,8 @@ import type { AuditEvent } from '../../audit/audit-event.entity';
 import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import { RevokedGrantsService, clientTokensId, userTokensId } from '../../auth/revoked-grants.service';
-import { USER_DELETING, type UserDeletingEvent } from '../../users/user-events';
+import { NO_REQUEST } from '../../audit/audit-events';
+import { USER_DELETING, USER_PASSWORD_RESET, type UserDeletingEvent, type UserPasswordResetEvent } from '../../users/user-events';
 import type { Client } from '../entities/client.entity';
 import { GrantsRepository } from './grants.repository';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
@@ -68,6 +69,27 @@ export class GrantRevocationService {
   /** The client-credentials tokens a client obtained until now (e.g. when its secret is replaced). */
   async revokeClientCredentialsTokens(clientId: string): Promise<void> {
     await this.revoked.revoke([clientCredentialsGrantId(clientId)]);
+  }
+
+  /**
+   * After an operator replaced a person's password: every grant of theirs revoked, as {@link revokeGrant} does one
+   * (refresh tokens dead at once, access tokens within REVOCATION_SYNC_SECONDS), in one transaction with one
+   * `grant.revoked` event. Grant by grant rather than the person's whole-subject entry, which also refuses the
+   * tokens of the next 30 s (it is made for a deletion): the person signs in again with the new password at once.
+   */
+  @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
+  async onPasswordReset(event: UserPasswordResetEvent): Promise<void> {
+    const now = Date.now();
+    const revoked = AuditService.event(
+      { type: 'grant.revoked', actor: 'system', userId: event.userId, details: { via: 'password reset', every: true } },
+      NO_REQUEST,
+      now,
+    );
+    const ids = await this.grants.unrevokedIdsOf(event.userId);
+    const writes = ids.flatMap((id) => [...GrantsRepository.revocationOf(id, now), this.revoked.revocationWrite(id, now)]);
+    await this.grants.writeWith(writes, revoked);
+    this.revoked.applied(ids, now);
+    this.audit.log(revoked);
   }
 
   /** Before a user is deleted (which deletes its grants): every access token of theirs until now, as one entry. */

@@ -21,6 +21,7 @@ const RECORD_IF_LIVE = new Statement(`
       OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
 
 const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
+const UNREVOKED_GRANTS_OF_USER = sql`SELECT id FROM grants WHERE user_id = :userId AND revoked_at IS NULL`;
 /** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
 const DELETE_LIVE_REFRESH_TOKENS = sql`DELETE FROM refresh_tokens WHERE grant_id = :grantId AND rotated_at IS NULL`;
 
@@ -98,6 +99,11 @@ export class GrantsRepository {
   }
 
   /** The ids of a person's grants of a client not revoked yet. */
+  /** The ids of a person's grants not revoked yet, with every client. */
+  async unrevokedIdsOf(userId: string): Promise<string[]> {
+    return (await this.db.run<{ id: string }>(UNREVOKED_GRANTS_OF_USER, { userId })).rows.map((row) => row.id);
+  }
+
   async unrevokedIds(userId: string, clientId: string): Promise<string[]> {
     return (await this.db.run<{ id: string }>(UNREVOKED_GRANTS, { userId, clientId })).rows.map((row) => row.id);
   }

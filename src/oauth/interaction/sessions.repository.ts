@@ -45,6 +45,7 @@ const REAUTHENTICATE = sql`
   UPDATE sessions SET id = :newId, csrf_token = :csrfToken, auth_time = :now, expires_at = :expiresAt, amr = :amr
   WHERE id = :id AND user_id = :userId`;
 const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
+const DELETE_USER_SESSIONS = sql`DELETE FROM sessions WHERE user_id = :userId`;
 
 interface SessionRow {
   id: string;
@@ -107,6 +108,12 @@ export class SessionsRepository {
   }
 
   /** Deletes the session with its event; false (and no event) when it was gone already. */
+  /** Deletes every session of a person with `event`; how many there were. */
+  async deleteAllOf(userId: string, event: AuditEvent): Promise<number> {
+    const [deleted] = await this.db.atomic([{ statement: DELETE_USER_SESSIONS, params: { userId } }, AuditRepository.insertOf(event)]);
+    return deleted;
+  }
+
   async delete(id: string, event: AuditEvent): Promise<boolean> {
     const [deleted] = await this.db.atomic([
       { statement: DELETE_SESSION, params: { id } },

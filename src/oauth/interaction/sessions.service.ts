@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { OnEvent } from '@nestjs/event-emitter';
+import { NO_REQUEST } from '../../audit/audit-events';
+import { USER_PASSWORD_RESET, type UserPasswordResetEvent } from '../../users/user-events';
 import { Injectable } from '@nestjs/common';
 import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
@@ -20,7 +23,7 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 }
 
 /** Why a session ended, in its `logout` event. */
-export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch';
+export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset';
 
 /** Login sessions, in the database so that any instance recognises them. */
 /**
@@ -107,6 +110,15 @@ export class SessionsService {
    * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
    * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
    */
+  /** After an operator replaced a person's password: every session of theirs ends (one `logout` event). */
+  @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
+  async endAllOnPasswordReset(event: UserPasswordResetEvent): Promise<void> {
+    const details = { via: 'password reset' satisfies LogoutVia, every: true };
+    const logout = AuditService.event({ type: 'logout', actor: 'system', userId: event.userId, details }, NO_REQUEST);
+    await this.sessions.deleteAllOf(event.userId, logout);
+    this.audit.log(logout);
+  }
+
   async end(
     session: Pick<CurrentSession, 'id' | 'userId'>,
     context: AuditContext,
