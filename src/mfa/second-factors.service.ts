@@ -101,8 +101,9 @@ export class SecondFactorsService {
   async enrolment(userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
     const totp = await this.factors.findTotp(userId);
     if (!totp || totp.confirmedAt !== null) return totp ? undefined : this.beginTotp(userId, label, issuer);
-    const uri = totpUri(this.secretOf(userId, totp.secret), label, issuer);
-    return { secret: this.secretOf(userId, totp.secret), uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
+    const secret = this.secretOf(userId, totp.secret);
+    const uri = totpUri(secret, label, issuer);
+    return { secret, uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
   }
 
   /**

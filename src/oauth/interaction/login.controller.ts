@@ -18,6 +18,7 @@ import { safeReturnTo } from './return-to';
 import { randomSecret, safeEqual } from '../../common/crypto/secrets';
 import { type AuthenticationMethods, SessionsService } from './sessions.service';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
+import type { LoginChallengeRow } from '../../mfa/second-factors.repository';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 
 const LOGIN_CSRF_COOKIE = 'login_csrf';
@@ -132,16 +133,9 @@ export class LoginController {
   @ApiProblems(429)
   @RateLimit('login')
   async enrol(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const form = this.checkedForm(req, res);
-    if (!form) return;
-    const { body, cookieToken } = form;
-    const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
-    const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
-    if (!secret || !challenge) {
-      this.signInExpired(res);
-      return;
-    }
-    const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
+    const waiting = await this.waitingSignIn(req, res);
+    if (!waiting) return;
+    const { challenge, code, cookieToken } = waiting;
     const codes = await this.secondFactors.confirmTotp(challenge.userId, code, auditContextOf(req));
     if (!codes) {
       const label = (await this.users.emailOf(challenge.userId)) ?? challenge.userId;
@@ -154,8 +148,7 @@ export class LoginController {
       sendHtml(res, 400, this.pages.signInEnrolment({ csrf: cookieToken, qrSvg: enrolment.qrSvg, secret: enrolment.secret, error }));
       return;
     }
-    await this.secondFactors.endChallenge(secret);
-    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    await this.endChallenge(res, waiting.secret);
     await this.startSession(req, res, challenge.userId, ['pwd', 'otp', 'mfa']);
     sendHtml(res, 200, this.pages.signInRecoveryCodes(codes, challenge.returnTo));
   }
@@ -169,16 +162,9 @@ export class LoginController {
   @ApiProblems(429)
   @RateLimit('login')
   async code(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const form = this.checkedForm(req, res);
-    if (!form) return;
-    const { body, cookieToken } = form;
-    const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
-    const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
-    if (!secret || !challenge) {
-      this.signInExpired(res);
-      return;
-    }
-    const code = typeof body.code === 'string' ? body.code.slice(0, 32) : '';
+    const waiting = await this.waitingSignIn(req, res);
+    if (!waiting) return;
+    const { challenge, code, cookieToken } = waiting;
     const check = await this.secondFactors.verify(challenge.userId, code, auditContextOf(req));
     if (!check.ok) {
       const details = { reason: check.locked ? 'second factor locked' : 'wrong second factor' };
@@ -187,8 +173,7 @@ export class LoginController {
       sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, error: check.locked ? LOCKED : WRONG_CODE }));
       return;
     }
-    await this.secondFactors.endChallenge(secret);
-    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    await this.endChallenge(res, waiting.secret);
     await this.signIn(req, res, challenge.userId, challenge.returnTo, ['pwd', 'otp', 'mfa']);
   }
 
@@ -196,6 +181,32 @@ export class LoginController {
   private async startChallenge(res: Response, userId: string, returnTo: string): Promise<void> {
     const challenge = await this.secondFactors.startChallenge(userId, returnTo);
     setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+  }
+
+  /**
+   * A second-step form (`/login/code`, `/login/enrol`): its CSRF token checked, the sign-in its cookie names (one
+   * try counted) and the code typed; else answered (403, or 401 back to the password) and undefined.
+   */
+  private async waitingSignIn(
+    req: Request,
+    res: Response,
+  ): Promise<{ challenge: LoginChallengeRow; secret: string; code: string; cookieToken: string } | undefined> {
+    const form = this.checkedForm(req, res);
+    if (!form) return undefined;
+    const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
+    const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
+    if (!secret || !challenge) {
+      this.signInExpired(res);
+      return undefined;
+    }
+    const code = typeof form.body.code === 'string' ? form.body.code.slice(0, 32) : '';
+    return { challenge, secret, code, cookieToken: form.cookieToken };
+  }
+
+  /** The second step is done: the waiting sign-in and its cookie go. */
+  private async endChallenge(res: Response, secret: string): Promise<void> {
+    await this.secondFactors.endChallenge(secret);
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
   }
 
   /** No sign-in waiting for its second factor (expired, out of tries, never started): back to the password. */

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { OnEvent } from '@nestjs/event-emitter';
-import { NO_REQUEST } from '../../audit/audit-events';
-import { USER_PASSWORD_RESET, type UserPasswordResetEvent } from '../../users/user-events';
 import { Injectable } from '@nestjs/common';
-import type { AuditContext } from '../../audit/audit-events';
+import { OnEvent } from '@nestjs/event-emitter';
+import { type AuditContext, NO_REQUEST } from '../../audit/audit-events';
+import { USER_PASSWORD_RESET, type UserPasswordResetEvent } from '../../users/user-events';
 import { AuditService } from '../../audit/audit.service';
 import type { Session } from '../entities/session.entity';
 import { type SessionRecord, SessionsRepository } from './sessions.repository';
