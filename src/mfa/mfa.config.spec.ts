@@ -23,4 +23,32 @@ describe('MfaConfig (MFA_REQUIRED_ROLES)', () => {
       'MFA_REQUIRED_ROLES must list roles among user, admin (or be none), got "root"',
     );
   });
+
+  it("binds passkeys to the issuer's host and origin by default, or to a company domain and its origins", () => {
+    expect(new MfaConfig({}).relyingParty('https://login.example.com/auth')).toEqual({
+      rpId: 'login.example.com',
+      origins: ['https://login.example.com'],
+    });
+    const company = new MfaConfig({ WEBAUTHN_RP_ID: 'Example.com', WEBAUTHN_ORIGINS: 'https://login.example.com, https://example.com/' });
+    expect(company.relyingParty('https://login.example.com')).toEqual({
+      rpId: 'example.com',
+      origins: ['https://login.example.com', 'https://example.com'],
+    });
+  });
+
+  it('refuses a relying-party id that is not a domain, an origin with a path, and an origin outside the domain', () => {
+    expect(() => new MfaConfig({ WEBAUTHN_RP_ID: 'https://example.com' })).toThrow(
+      'WEBAUTHN_RP_ID must be a domain name such as example.com (no scheme, port or path), got "https://example.com"',
+    );
+    expect(() => new MfaConfig({ WEBAUTHN_ORIGINS: 'https://example.com/login' })).toThrow(
+      'WEBAUTHN_ORIGINS must list origins such as https://login.example.com (no path), got "https://example.com/login"',
+    );
+    expect(() => new MfaConfig({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org' })).toThrow(
+      'the origin https://example.org is not under WEBAUTHN_RP_ID example.com',
+    );
+    // Without WEBAUTHN_ORIGINS, the issuer's origin must be under it.
+    expect(() => new MfaConfig({ WEBAUTHN_RP_ID: 'example.com', ISSUER: 'https://notexample.com' })).toThrow(
+      'the origin https://notexample.com is not under WEBAUTHN_RP_ID example.com',
+    );
+  });
 });

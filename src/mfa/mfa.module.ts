@@ -4,16 +4,18 @@ import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
 import { KeysConfig } from '../keys/keys.config';
 import { MfaConfig } from './mfa.config';
+import { PasskeysRepository } from './passkeys.repository';
+import { PasskeysService } from './passkeys.service';
 import { SecondFactorsRepository } from './second-factors.repository';
 import { SecondFactorsService } from './second-factors.service';
 
 /**
- * Second factors of sign-in (TOTP authenticators and recovery codes). The login and account pages of the
+ * Second factors of sign-in (TOTP authenticators and recovery codes) and passkeys. The login and account pages of the
  * authorization server use {@link SecondFactorsService}; nothing here knows HTTP.
  */
 @Module({
   imports: [AppConfigModule.forFeature(KeysConfig), AppConfigModule.forFeature(MfaConfig), AuditModule],
-  providers: [SecondFactorsRepository, SecondFactorsService, SqlRunner],
-  exports: [SecondFactorsService],
+  providers: [SecondFactorsRepository, SecondFactorsService, PasskeysRepository, PasskeysService, SqlRunner],
+  exports: [SecondFactorsService, PasskeysService],
 })
 export class MfaModule {}

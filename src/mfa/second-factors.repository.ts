@@ -46,6 +46,8 @@ const INSERT_CHALLENGE = sql`
 const TRY_CHALLENGE = sql`
   UPDATE login_challenges SET tries = tries + 1 WHERE id = :id AND expires_at > :now AND tries < :maxTries
   RETURNING user_id, return_to`;
+const PEEK_CHALLENGE = sql`
+  SELECT user_id, return_to FROM login_challenges WHERE id = :id AND expires_at > :now AND tries < :maxTries`;
 const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
 const DELETE_CHALLENGES = sql`DELETE FROM login_challenges WHERE user_id = :userId`;
 /** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
@@ -127,6 +129,11 @@ export class SecondFactorsRepository {
 
   async tryChallenge(id: string, now: number, maxTries: number): Promise<LoginChallengeRow | undefined> {
     const row = await this.db.one<{ user_id: string; return_to: string }>(TRY_CHALLENGE, { id, now, maxTries });
+    return row && { userId: row.user_id, returnTo: row.return_to };
+  }
+
+  async peekChallenge(id: string, now: number, maxTries: number): Promise<LoginChallengeRow | undefined> {
+    const row = await this.db.one<{ user_id: string; return_to: string }>(PEEK_CHALLENGE, { id, now, maxTries });
     return row && { userId: row.user_id, returnTo: row.return_to };
   }
 

@@ -164,6 +164,11 @@ export class SecondFactorsService {
     return this.factors.tryChallenge(hashSecret(secret), Date.now(), CHALLENGE_TRIES);
   }
 
+  /** The sign-in a cookie names, without counting a try (to hand its passkey challenge); undefined when not live. */
+  peekChallenge(secret: string): Promise<LoginChallengeRow | undefined> {
+    return this.factors.peekChallenge(hashSecret(secret), Date.now(), CHALLENGE_TRIES);
+  }
+
   async endChallenge(secret: string): Promise<void> {
     await this.factors.deleteChallenge(hashSecret(secret));
   }

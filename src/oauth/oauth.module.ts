@@ -25,6 +25,7 @@ import { CodeGrantService } from './grants/code-grant.service';
 import { ConsentsRepository } from './interaction/consents.repository';
 import { ConsentService } from './interaction/consent.service';
 import { ConnectedAppsController } from './interaction/connected-apps.controller';
+import { AssetsController } from './interaction/assets.controller';
 import { AccountSecurityController } from './interaction/account-security.controller';
 import { GrantsRepository } from './grants/grants.repository';
 import { ConnectedAppsService } from './interaction/connected-apps.service';
@@ -106,6 +107,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     EndSessionController,
     ConnectedAppsController,
     AccountSecurityController,
+    AssetsController,
     TokenController,
     RevocationController,
     IntrospectionController,

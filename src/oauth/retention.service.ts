@@ -10,6 +10,7 @@ import { OAuthConfig } from './oauth.config';
 import { type PruneStep, RetentionRepository } from './retention.repository';
 
 import { SecondFactorsService } from '../mfa/second-factors.service';
+import { PasskeysService } from '../mfa/passkeys.service';
 /** The PostgreSQL advisory lock key of the pruning job (an arbitrary constant of this service: "oauthprn"). */
 const PRUNE_LOCK_KEY = '6f61757468707266';
 /**
@@ -42,6 +43,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly oauthConfig: OAuthConfig,
     private readonly metrics: MetricsService,
     private readonly secondFactors: SecondFactorsService,
+    private readonly passkeys: PasskeysService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -92,6 +94,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       ...this.rows.steps(),
       // Sign-ins that waited for a second factor in vain.
       { table: 'login_challenges', cutoff: 'now', deleteBatch: (at, size) => this.secondFactors.deleteExpiredChallenges(at, size) },
+      // Passkey challenges no browser answered.
+      { table: 'webauthn_challenges', cutoff: 'now', deleteBatch: (at, size) => this.passkeys.deleteExpiredChallenges(at, size) },
       // Revoked-list entries past the life of every token they cover.
       { table: 'revoked_grants', cutoff: 'now', deleteBatch: (at, size) => this.revoked.deleteExpired(at, size) },
     ];

@@ -2,6 +2,7 @@ import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { RetentionService } from '../../src/oauth/retention.service';
+import { PasskeysService } from '../../src/mfa/passkeys.service';
 import { SecondFactorsService } from '../../src/mfa/second-factors.service';
 import { hashSecret } from '../../src/common/crypto/secrets';
 import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
@@ -21,6 +22,8 @@ const EXPIRE_CODES = sql`UPDATE authorization_codes SET expires_at = :at WHERE g
 const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id = :id`;
 const COUNT_CHALLENGES = sql`SELECT COUNT(*) AS n FROM login_challenges WHERE user_id = :id`;
 const EXPIRE_CHALLENGES = sql`UPDATE login_challenges SET expires_at = :at WHERE user_id = :id`;
+const COUNT_WEBAUTHN = sql`SELECT COUNT(*) AS n FROM webauthn_challenges WHERE user_id = :id`;
+const EXPIRE_WEBAUTHN = sql`UPDATE webauthn_challenges SET expires_at = :at WHERE user_id = :id`;
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
 const CODE_GRANT = sql`SELECT grant_id FROM authorization_codes WHERE code_hash = :codeHash`;
 const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)`;
@@ -81,6 +84,9 @@ describe('the retention job', () => {
     const [waitedInVain, waiting] = [await t.createUser(), await t.createUser()];
     for (const person of [waitedInVain, waiting]) await t.app.get(SecondFactorsService).startChallenge(person.id, '/');
     await db.run(EXPIRE_CHALLENGES, { id: waitedInVain.id, at: now - 1_000 });
+    // Passkey challenges: one no browser answered in time, one still live.
+    for (const person of [waitedInVain, waiting]) await t.app.get(PasskeysService).authenticationOptions(person.id);
+    await db.run(EXPIRE_WEBAUTHN, { id: waitedInVain.id, at: now - 1_000 });
 
     // Revoked-list entries: one past its tokens' life goes, a fresh one stays.
     const revoked = await issueTokens(t, { client });
@@ -108,6 +114,7 @@ describe('the retention job', () => {
       sessions: 1,
       client_assertion_jtis: expiredJtis,
       login_challenges: 1,
+      webauthn_challenges: 1,
       revoked_grants: 1,
     });
 
@@ -127,6 +134,8 @@ describe('the retention job', () => {
     expect(await count(COUNT_JTIS, client.client_id)).toBe(1);
     expect(await count(COUNT_CHALLENGES, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_CHALLENGES, waiting.id)).toBe(1);
+    expect(await count(COUNT_WEBAUTHN, waitedInVain.id)).toBe(0);
+    expect(await count(COUNT_WEBAUTHN, waiting.id)).toBe(1);
 
     // What stays still works; what went is gone for its holder too.
     const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: liveRotated.body.refresh_token });
@@ -150,6 +159,7 @@ describe('the retention job', () => {
       sessions: 0,
       client_assertion_jtis: 0,
       login_challenges: 0,
+      webauthn_challenges: 0,
       revoked_grants: 0,
     });
   }, 120_000);

@@ -320,7 +320,7 @@ describe('MFA_REQUIRED_ROLES: people of these roles set up an authenticator befo
     const page = await browser.get(PAGE);
     const removal = await browser.submit(page, { code: codes[0] });
     expectPage(removal, 409);
-    expect(removal.text).toContain('Your account needs a second factor: the authenticator cannot be removed.');
+    expect(removal.text).toContain('Your account needs a second factor: add a passkey before you remove the authenticator.');
   });
 
   it('leaves people of other roles to choose: a password alone signs them in', async () => {

@@ -13,7 +13,8 @@ export const REDIRECT_URI = 'https://client.example/cb';
 export const NO_RATE_LIMITS = { RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000' };
 
 /** The Content-Security-Policy of every HTML page of the authorization server (inline styles only, nothing framed). */
-export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'";
 
 /** Registers a client the way `client:create` does; confidential and untrusted unless told otherwise. */
 export async function registerClient(t: TestApp, input: Partial<CreateClientInput> = {}): Promise<ClientView> {
@@ -105,6 +106,18 @@ export class Browser {
       .post(path)
       .set({ ...this.headers(), ...headers });
     return this.remember(await req.type('form').send(body.toString()).redirects(0));
+  }
+
+  /** POSTs JSON, as a page's script does with fetch (same origin, cookies sent). */
+  async postJson(path: string, body: unknown): Promise<Response> {
+    return this.remember(
+      await this.t
+        .http()
+        .post(path)
+        .set(this.headers())
+        .send(body as object)
+        .redirects(0),
+    );
   }
 
   /** Submits the first form of `page` with its hidden fields plus `extra` (a browser's form submission). */

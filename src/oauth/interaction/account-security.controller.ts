@@ -8,8 +8,13 @@ import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { NoQueryParams } from '../../common/validation';
 import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
+import { CHALLENGE_TTL_SECONDS, PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
+import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
+import { problem, sendProblem } from '../../common/problem';
+import { CONTROL_CHARACTER } from '../../common/text';
+import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
+import { WEBAUTHN_CHALLENGE_COOKIE } from './login.controller';
 import { UsersService } from '../../users/users.service';
-import { sessionCookie } from './cookies';
 import { type AccountSecurityPageView, OAuthPages, sendHtml, sendRedirect } from './pages';
 import { type CurrentSession, SessionsService } from './sessions.service';
 
@@ -18,7 +23,8 @@ const BACK = { href: ACCOUNT_SECURITY_PATH, label: 'Back to sign-in security' };
 
 /**
  * The account's sign-in security page: a signed-in person sets up an authenticator app (TOTP), confirms it with a
- * first code and receives their recovery codes once, or removes it with a current code. Public to the bearer
+ * first code and receives their recovery codes once, or removes it with a current code; and adds, renames and
+ * removes passkeys. A person whose role needs a second factor keeps at least one. Public to the bearer
  * guard: the login session cookie is its authentication and the session's CSRF token guards its forms.
  */
 @Public()
@@ -27,6 +33,7 @@ export class AccountSecurityController {
   constructor(
     private readonly sessions: SessionsService,
     private readonly secondFactors: SecondFactorsService,
+    private readonly passkeys: PasskeysService,
     private readonly users: UsersService,
     private readonly pages: OAuthPages,
     private readonly config: AppConfig,
@@ -94,9 +101,9 @@ export class AccountSecurityController {
   async remove(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
-    const role = await this.users.roleOf(session.userId);
-    if (role !== undefined && this.secondFactors.requiredFor(role)) {
-      await this.render(res, 409, session, { error: 'Your account needs a second factor: the authenticator cannot be removed.' });
+    if ((await this.policyNeedsFactor(session.userId)) && !(await this.passkeys.has(session.userId))) {
+      const error = 'Your account needs a second factor: add a passkey before you remove the authenticator.';
+      await this.render(res, 409, session, { error });
       return;
     }
     // A current code (or a recovery code), so that a session left open on a shared computer cannot remove it.
@@ -110,6 +117,125 @@ export class AccountSecurityController {
     }
     await this.secondFactors.remove(session.userId, `user:${session.userId}`, auditContextOf(req));
     sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
+  }
+
+  @Post('passkeys/options')
+  @ApiBody({ schema: { type: 'object', required: ['csrf'], properties: { csrf: { type: 'string' } } } })
+  @ApiOkResponse({
+    description:
+      'WebAuthn creation options (PublicKeyCredentialCreationOptionsJSON) for navigator.credentials.create: a discoverable ' +
+      "credential, user verification required, the person's passkeys excluded; the webauthn_challenge cookie binds the challenge to this browser",
+  })
+  @ApiProblems(400, 403)
+  async passkeyOptions(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const session = await this.sessions.current(sessionCookie.read(req));
+    if (!session || typeof body.csrf !== 'string' || !safeEqual(body.csrf, session.csrfToken)) {
+      sendProblem(res, problem(403, 'No login session, or the form has expired: load the page again.', req.path));
+      return;
+    }
+    const label = (await this.users.emailOf(session.userId)) ?? session.userId;
+    const { options, secret } = await this.passkeys.registrationOptions(session.userId, label);
+    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, { maxAgeSeconds: CHALLENGE_TTL_SECONDS, secure: this.config.secureCookies });
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(200).json(options);
+  }
+
+  @Post('passkeys')
+  @ApiPageForm(
+    {
+      response: { type: 'string', description: "the browser's answer (a PublicKeyCredential as JSON)" },
+      name: { type: 'string', maxLength: PASSKEY_NAME_MAX },
+      csrf: { type: 'string' },
+    },
+    ['response', 'csrf'],
+  )
+  @ApiRedirect(303, `Added: back to ${ACCOUNT_SECURITY_PATH}`)
+  @ApiPageFormErrors('An answer that does not verify (wrong origin or relying party, no user verification, replayed), or a bad name')
+  @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(409, 'This passkey is registered already')
+  async addPasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const session = await this.checkedSession(req, res);
+    if (!session) return;
+    const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
+    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
+    const name = nameOf(req);
+    if (name === undefined) {
+      await this.render(res, 400, session, {
+        error: `The name must be at most ${PASSKEY_NAME_MAX} characters, without control characters.`,
+      });
+      return;
+    }
+    const answer = fieldOf(req, 'response', 65_536);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(answer);
+    } catch {
+      parsed = undefined;
+    }
+    const added = await this.passkeys.register(session.userId, webauthnSecret, parsed, name, auditContextOf(req));
+    if (!added.ok) {
+      const status = added.reason === 'already registered' ? 409 : 400;
+      const error =
+        added.reason === 'already registered' ? 'This passkey is registered already.' : 'The passkey could not be added. Try again.';
+      await this.render(res, status, session, { error });
+      return;
+    }
+    sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
+  }
+
+  @Post('passkeys/rename')
+  @ApiPageForm({ id: { type: 'string' }, name: { type: 'string', maxLength: PASSKEY_NAME_MAX }, csrf: { type: 'string' } }, [
+    'id',
+    'name',
+    'csrf',
+  ])
+  @ApiRedirect(303, `Renamed: back to ${ACCOUNT_SECURITY_PATH}`)
+  @ApiPageFormErrors('An empty or bad name')
+  @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(404, 'No passkey of the person has that id')
+  async renamePasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const session = await this.checkedSession(req, res);
+    if (!session) return;
+    const name = nameOf(req);
+    if (!name) {
+      await this.render(res, 400, session, { error: `A name has 1 to ${PASSKEY_NAME_MAX} characters, without control characters.` });
+      return;
+    }
+    if (!(await this.passkeys.rename(session.userId, fieldOf(req, 'id', 1400), name))) {
+      await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
+      return;
+    }
+    sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
+  }
+
+  @Post('passkeys/remove')
+  @ApiPageForm({ id: { type: 'string' }, csrf: { type: 'string' } }, ['id', 'csrf'])
+  @ApiRedirect(303, `Removed: back to ${ACCOUNT_SECURITY_PATH}`)
+  @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(404, 'No passkey of the person has that id')
+  @ApiHtml(409, "The person's role needs a second factor (MFA_REQUIRED_ROLES) and this is their last one")
+  @ApiPageFormErrors('A query parameter')
+  async removePasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const session = await this.checkedSession(req, res);
+    if (!session) return;
+    const userId = session.userId;
+    const last = (await this.passkeys.countOf(userId)) <= 1 && !(await this.secondFactors.required(userId));
+    if (last && (await this.policyNeedsFactor(userId))) {
+      await this.render(res, 409, session, { error: 'Your account needs a second factor: this passkey is your last one and stays.' });
+      return;
+    }
+    if (!(await this.passkeys.remove(userId, fieldOf(req, 'id', 1400), `user:${userId}`, auditContextOf(req)))) {
+      await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
+      return;
+    }
+    sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
+  }
+
+  /** Whether the person's role needs a second factor (MFA_REQUIRED_ROLES). */
+  private async policyNeedsFactor(userId: string): Promise<boolean> {
+    const role = await this.users.roleOf(userId);
+    return role !== undefined && this.secondFactors.requiredFor(role);
   }
 
   /** The session of a form post whose CSRF token matches it; else answers 403 and returns undefined. */
@@ -129,12 +255,24 @@ export class AccountSecurityController {
     session: CurrentSession,
     extra: Partial<AccountSecurityPageView> = {},
   ): Promise<void> {
-    const state = await this.secondFactors.status(session.userId);
-    sendHtml(res, status, this.pages.accountSecurity({ csrf: session.csrfToken, ...state, ...extra }));
+    const [state, passkeys] = await Promise.all([this.secondFactors.status(session.userId), this.passkeys.list(session.userId)]);
+    sendHtml(res, status, this.pages.accountSecurity({ csrf: session.csrfToken, ...state, passkeys, ...extra }));
   }
 }
 
 function codeOf(req: Request): string {
-  const code = ((req.body ?? {}) as Record<string, unknown>).code;
-  return typeof code === 'string' ? code.slice(0, 32) : '';
+  return fieldOf(req, 'code', 32);
+}
+
+/** A form field as text, cut at `max` characters; empty when absent. */
+function fieldOf(req: Request, name: string, max: number): string {
+  const value = ((req.body ?? {}) as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value.slice(0, max) : '';
+}
+
+/** A passkey's name as typed (trimmed; empty when none), or undefined when too long or with control characters. */
+function nameOf(req: Request): string | undefined {
+  const value = ((req.body ?? {}) as Record<string, unknown>).name;
+  const name = typeof value === 'string' ? value.trim() : '';
+  return name.length > PASSKEY_NAME_MAX || CONTROL_CHARACTER.test(name) ? undefined : name;
 }

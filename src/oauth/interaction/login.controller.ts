@@ -4,6 +4,7 @@ import { Controller, Get, Post, Req, Res } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../../common/openapi';
 import { CONTROL_CHARACTER } from '../../common/text';
+import { NoQueryParams } from '../../common/validation';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/auth.decorators';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
@@ -20,10 +21,16 @@ import { type AuthenticationMethods, SessionsService } from './sessions.service'
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import type { LoginChallengeRow } from '../../mfa/second-factors.repository';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
+import { CHALLENGE_TTL_SECONDS, type PasskeySignIn, PasskeysService } from '../../mfa/passkeys.service';
+import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
+import { problem, sendProblem } from '../../common/problem';
 
 const LOGIN_CSRF_COOKIE = 'login_csrf';
 /** Names a sign-in whose password matched and that waits for its second factor (see SecondFactorsService). */
 const LOGIN_CHALLENGE_COOKIE = 'login_challenge';
+/** Binds a WebAuthn challenge to the browser it was handed to (see PasskeysService). */
+export const WEBAUTHN_CHALLENGE_COOKIE = 'webauthn_challenge';
+const PASSKEY_REFUSED = 'That passkey could not be used to sign in. Try again, or use your password.';
 const GENERIC_FAILURE = 'The email or password is not correct.';
 const WRONG_CODE = 'The code is not correct, or it was used already.';
 const LOCKED = 'Too many wrong codes: codes are refused for 15 minutes. Try again later.';
@@ -42,6 +49,7 @@ export class LoginController {
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly secondFactors: SecondFactorsService,
+    private readonly passkeys: PasskeysService,
   ) {}
 
   @Get('login')
@@ -108,10 +116,11 @@ export class LoginController {
       fail();
       return;
     }
-    if (await this.secondFactors.required(user.id)) {
+    const [totp, passkey] = await Promise.all([this.secondFactors.required(user.id), this.passkeys.has(user.id)]);
+    if (totp || passkey) {
       // The password matched; the session waits for the second factor (five tries, five minutes).
       await this.startChallenge(res, user.id, returnTo);
-      sendHtml(res, 200, this.pages.secondFactor({ csrf: cookieToken }));
+      sendHtml(res, 200, this.pages.secondFactor({ csrf: cookieToken, totp, passkey }));
       return;
     }
     if (this.secondFactors.requiredFor(user.role)) {
@@ -170,11 +179,108 @@ export class LoginController {
       const details = { reason: check.locked ? 'second factor locked' : 'wrong second factor' };
       await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: challenge.userId, details }, auditContextOf(req));
       this.metrics.loginFailed();
-      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, error: check.locked ? LOCKED : WRONG_CODE }));
+      const passkey = await this.passkeys.has(challenge.userId);
+      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, totp: true, passkey, error: check.locked ? LOCKED : WRONG_CODE }));
       return;
     }
     await this.endChallenge(res, waiting.secret);
     await this.signIn(req, res, challenge.userId, challenge.returnTo, ['pwd', 'otp', 'mfa']);
+  }
+
+  @Post('login/passkey/options')
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['csrf', 'step'],
+      properties: { csrf: { type: 'string' }, step: { type: 'string', enum: ['sign-in', 'second-factor'] } },
+    },
+  })
+  @ApiOkResponse({
+    description:
+      'WebAuthn request options (PublicKeyCredentialRequestOptionsJSON) for navigator.credentials.get, user verification required; ' +
+      'the webauthn_challenge cookie binds their challenge to this browser for five minutes. `sign-in`: any passkey the browser ' +
+      "offers; `second-factor`: the passkeys of the person whose password matched (the login_challenge cookie's sign-in)",
+  })
+  @ApiProblems(400, 401, 403, 429)
+  @RateLimit('login')
+  async passkeyOptions(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
+    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
+      sendProblem(res, problem(403, 'The form has expired: load the sign-in page again.', req.path));
+      return;
+    }
+    let userId: string | undefined;
+    if (body.step === 'second-factor') {
+      const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
+      userId = secret ? (await this.secondFactors.peekChallenge(secret))?.userId : undefined;
+      if (!userId) {
+        sendProblem(res, problem(401, 'This sign-in has expired: sign in again.', req.path));
+        return;
+      }
+    } else if (body.step !== 'sign-in') {
+      sendProblem(res, problem(400, 'step must be sign-in or second-factor.', req.path));
+      return;
+    }
+    const { options, secret } = await this.passkeys.authenticationOptions(userId);
+    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, { maxAgeSeconds: CHALLENGE_TTL_SECONDS, secure: this.config.secureCookies });
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(200).json(options);
+  }
+
+  @Post('login/passkey')
+  @ApiPageForm(
+    {
+      response: { type: 'string', description: "the browser's answer (a PublicKeyCredential as JSON)" },
+      step: { type: 'string', enum: ['sign-in', 'second-factor'] },
+      csrf: { type: 'string' },
+      return_to: { type: 'string', description: 'sign-in: a relative path on this server (anything else goes to /)' },
+    },
+    ['response', 'step', 'csrf'],
+  )
+  @ApiRedirect(303, "Signed in: the session cookie is set, to return_to (to the sign-in's own after the password)")
+  @ApiPageFormErrors('A body that cannot be read, or a query parameter')
+  @ApiHtml(401, 'A passkey that is unknown, of another person, not verified, or an answer to no live challenge of this browser')
+  @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
+  @ApiProblems(429)
+  @RateLimit('login')
+  async passkey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
+    const form = this.checkedForm(req, res);
+    if (!form) return;
+    const { body, cookieToken } = form;
+    const answer = parsedAnswer(body.response);
+    const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
+    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
+    if (body.step === 'second-factor') {
+      const waiting = await this.waitingSignIn(req, res, form);
+      if (!waiting) return;
+      const { challenge } = waiting;
+      const result = await this.passkeys.authenticate(webauthnSecret, answer, 'second-factor', challenge.userId);
+      if (!result.ok) {
+        await this.passkeyRefused(req, result);
+        const totp = await this.secondFactors.required(challenge.userId);
+        sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, totp, passkey: true, error: PASSKEY_REFUSED }));
+        return;
+      }
+      await this.endChallenge(res, waiting.secret);
+      await this.signIn(req, res, result.userId, challenge.returnTo, result.amr);
+      return;
+    }
+    const returnTo = safeReturnTo(body.return_to);
+    const result = await this.passkeys.authenticate(webauthnSecret, answer, 'sign-in');
+    if (!result.ok) {
+      await this.passkeyRefused(req, result);
+      sendHtml(res, 401, this.pages.login({ returnTo, csrf: cookieToken, error: PASSKEY_REFUSED }));
+      return;
+    }
+    await this.signIn(req, res, result.userId, returnTo, result.amr);
+  }
+
+  /** A refused passkey: audited with why (the person it names, when one), counted as a failed sign-in. */
+  private async passkeyRefused(req: Request, result: Extract<PasskeySignIn, { ok: false }>): Promise<void> {
+    const details = { reason: `passkey: ${result.reason}` };
+    await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: result.userId ?? null, details }, auditContextOf(req));
+    this.metrics.loginFailed();
   }
 
   /** A sign-in whose password matched, waiting for a second factor: its cookie (five minutes). */
@@ -190,8 +296,9 @@ export class LoginController {
   private async waitingSignIn(
     req: Request,
     res: Response,
+    checked?: { body: Record<string, unknown>; cookieToken: string },
   ): Promise<{ challenge: LoginChallengeRow; secret: string; code: string; cookieToken: string } | undefined> {
-    const form = this.checkedForm(req, res);
+    const form = checked ?? this.checkedForm(req, res);
     if (!form) return undefined;
     const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
     const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
@@ -265,5 +372,15 @@ export class LoginController {
     const token = randomSecret(24);
     setCookie(res, LOGIN_CSRF_COOKIE, token, { secure: this.config.secureCookies });
     return token;
+  }
+}
+
+/** The `response` field of a passkey form: the browser's answer as JSON (at most 64 KiB), or undefined. */
+function parsedAnswer(field: unknown): unknown {
+  if (typeof field !== 'string' || field.length > 65_536) return undefined;
+  try {
+    return JSON.parse(field) as unknown;
+  } catch {
+    return undefined;
   }
 }

@@ -57,7 +57,7 @@ export function sendHtml(res: Response, status: number, html: string): void {
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader(
     'Content-Security-Policy',
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'",
   );
   res.send(html);
 }
@@ -114,10 +114,26 @@ export interface ConnectedAppsPageView {
   csrf: string;
 }
 
-/** The second step of a sign-in: the form for a code of the person's authenticator, or a recovery code. */
+/**
+ * The second step of a sign-in: the form for a code of the person's authenticator or a recovery code (`totp`), the
+ * button to use one of their passkeys (`passkey`), or both.
+ */
 export interface SecondFactorPageView {
   csrf: string;
+  totp: boolean;
+  passkey: boolean;
   error?: string;
+}
+
+/** A passkey as the account page lists it. */
+export interface PasskeyItemView {
+  id: string;
+  name: string;
+  /** Epoch ms. */
+  createdAt: number;
+  lastUsedAt: number | null;
+  /** Synced between the person's devices (a password manager, a platform account), or bound to one authenticator. */
+  deviceType: 'singleDevice' | 'multiDevice';
 }
 
 /** At sign-in, for a person whose role needs a second factor and who has none: the authenticator to set up. */
@@ -137,10 +153,14 @@ export interface AccountSecurityPageView {
   enrolment?: { qrSvg: string; secret: string };
   /** Right after the authenticator is confirmed: the recovery codes, shown this once. */
   recoveryCodes?: string[];
+  passkeys: PasskeyItemView[];
   error?: string;
 }
 
-/** A point in time for people, in UTC (the page runs no script that could show local time). */
+/** The browser part of @simplewebauthn, then the script that drives the passkey forms (both served here). */
+const PASSKEY_SCRIPTS = '\n<script src="/assets/webauthn.js"></script><script src="/assets/passkeys.js"></script>';
+
+/** A point in time for people, in UTC (the same for every reader: no script turns it into local time). */
 function timeElement(ms: number): string {
   const iso = new Date(ms).toISOString();
   return `<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`;
@@ -167,8 +187,29 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
 <button type="submit">Sign in</button>
-</form></div>`,
+</form>
+${this.passkeyForm('sign-in', opts.csrf, 'Sign in with a passkey', hidden('return_to', opts.returnTo))}</div>${PASSKEY_SCRIPTS}`,
     );
+  }
+
+  /**
+   * A form that a passkey fills: hidden until the page's script finds WebAuthn in the browser; on submit the script
+   * asks `/login/passkey/options` (or the account page's) for a challenge, has the browser use a passkey, and posts
+   * the answer as `response` with `csrf` (and `step`: `sign-in`, `second-factor` or `register`).
+   */
+  protected passkeyForm(step: 'sign-in' | 'second-factor' | 'register', csrf: string, label: string, extra = ''): string {
+    const register = step === 'register';
+    const action = register ? '/account/security/passkeys' : '/login/passkey';
+    const options = register ? '/account/security/passkeys/options' : '/login/passkey/options';
+    const name = register
+      ? `<label for="passkey-name">Name of the passkey</label>
+<input id="passkey-name" name="name" type="text" maxlength="64" placeholder="e.g. Work laptop">`
+      : '';
+    return `<form method="post" action="${action}" data-passkey="${step}" data-options="${options}" hidden>
+${hidden('csrf', csrf)}${hidden('step', step)}${hidden('response', '')}${extra}${name}
+<button type="submit"${register ? '' : ' class="secondary"'}>${escapeHtml(label)}</button>
+<p class="lead" role="status" data-passkey-status></p>
+</form>`;
   }
 
   /** The consent form: posts the request's parameters, `csrf` and `decision=allow|deny` to `/authorize/consent`. */
@@ -253,19 +294,26 @@ ${list}
     );
   }
 
-  /** The second step of a sign-in: posts `code` and `csrf` to `/login/code`. */
+  /** The second step of a sign-in: posts `code` and `csrf` to `/login/code`, or a passkey to `/login/passkey`. */
   secondFactor(opts: SecondFactorPageView): string {
-    return this.document(
-      'Enter your code',
-      `<div class="card">
-<h1>Enter your code</h1><p class="lead">Open your authenticator app and enter the six-digit code it shows, or one of your recovery codes.</p>
-${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
-<form method="post" action="/login/code">
+    const lead = opts.totp
+      ? 'Open your authenticator app and enter the six-digit code it shows, or one of your recovery codes.'
+      : 'Confirm it is you with one of your passkeys.';
+    const codeForm = opts.totp
+      ? `<form method="post" action="/login/code">
 ${hidden('csrf', opts.csrf)}
 <label for="code">Code</label>
 <input id="code" name="code" type="text" inputmode="text" autocomplete="one-time-code" required maxlength="32" autofocus>
 <button type="submit">Continue</button>
-</form></div>`,
+</form>`
+      : '';
+    const passkey = opts.passkey ? `\n${this.passkeyForm('second-factor', opts.csrf, 'Use a passkey')}` : '';
+    return this.document(
+      opts.totp ? 'Enter your code' : 'Use your passkey',
+      `<div class="card">
+<h1>${opts.totp ? 'Enter your code' : 'Use your passkey'}</h1><p class="lead">${lead}</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+${codeForm}${passkey}</div>${opts.passkey ? PASSKEY_SCRIPTS : ''}`,
     );
   }
 
@@ -295,8 +343,35 @@ ${hidden('csrf', opts.csrf)}
       `<div class="card">
 <h1>Sign-in security</h1>
 ${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${body}
-</div>`,
+</div>
+${opts.recoveryCodes || opts.enrolment ? '' : this.passkeyList(opts.passkeys, opts.csrf)}`,
     );
+  }
+
+  /**
+   * The person's passkeys, each with a form to rename it (posts `id`, `name`, `csrf` to
+   * `/account/security/passkeys/rename`) and one to remove it (`id`, `csrf` to `/account/security/passkeys/remove`),
+   * and the form that adds one.
+   */
+  protected passkeyList(passkeys: PasskeyItemView[], csrf: string): string {
+    const items = passkeys
+      .map(
+        (p) => `<li class="card">
+<h2>${escapeHtml(p.name)}</h2>
+<dl class="when"><dt>Kind</dt><dd>${p.deviceType === 'multiDevice' ? 'synced between your devices' : 'on one device'}</dd><dt>Added</dt><dd>${timeElement(p.createdAt)}</dd><dt>Last used</dt><dd>${p.lastUsedAt === null ? 'never' : timeElement(p.lastUsedAt)}</dd></dl>
+<form method="post" action="/account/security/passkeys/rename">${hidden('csrf', csrf)}${hidden('id', p.id)}<label for="name-${escapeHtml(p.id)}">New name</label>
+<input id="name-${escapeHtml(p.id)}" name="name" type="text" required maxlength="64" value="${escapeHtml(p.name)}"><button type="submit" class="secondary">Rename</button></form>
+<form method="post" action="/account/security/passkeys/remove">${hidden('csrf', csrf)}${hidden('id', p.id)}<button type="submit" class="danger">Remove</button></form>
+</li>`,
+      )
+      .join('\n');
+    const lead = passkeys.length
+      ? 'You can sign in with any of these passkeys, without your password.'
+      : 'Add a passkey to sign in with your device (fingerprint, face or PIN) instead of a password.';
+    return `<h1>Passkeys</h1>
+<p class="lead">${lead}</p>
+${passkeys.length ? `<ul class="apps">${items}</ul>` : ''}
+<div class="card">${this.passkeyForm('register', csrf, 'Add a passkey')}<noscript><p class="lead">Adding a passkey needs JavaScript.</p></noscript></div>${PASSKEY_SCRIPTS}`;
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Session } from '../entities/session.entity';
 import { type SessionRecord, SessionsRepository } from './sessions.repository';
 import { OAuthConfig } from '../oauth.config';
 import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import type { AuthenticationMethods } from '../../mfa/authentication-methods';
 
 export interface StartedSession {
   session: Session;
@@ -24,13 +25,10 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 /** Why a session ended, in its `logout` event. */
 export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset';
 
-/** Login sessions, in the database so that any instance recognises them. */
-/**
- * How a person signed in, in RFC 8176's words: `pwd` (the password), then `otp` and `mfa` after a code of their
- * authenticator or a recovery code.
- */
-export type AuthenticationMethods = readonly ('pwd' | 'otp' | 'mfa')[];
+/** How a person signed in, in RFC 8176's words (`amr`). */
+export type { AuthenticationMethods };
 
+/** Login sessions, in the database so that any instance recognises them. */
 @Injectable()
 export class SessionsService {
   constructor(

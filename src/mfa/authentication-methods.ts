@@ -1,0 +1,8 @@
+/**
+ * How a person proved who they are at sign-in, as the `amr` claim names it (RFC 8176): `pwd` a password, `otp` a
+ * one-time code, `hwk`/`swk` a key bound to one authenticator or synced between devices (a passkey), `user` the
+ * authenticator verified the person (a PIN or biometric), `mfa` more than one factor.
+ */
+export type AuthenticationMethod = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'mfa';
+
+export type AuthenticationMethods = readonly AuthenticationMethod[];

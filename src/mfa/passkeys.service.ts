@@ -1,0 +1,238 @@
+import { Injectable } from '@nestjs/common';
+import {
+  type AuthenticationResponseJSON,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  type RegistrationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from '@simplewebauthn/server';
+import type { AuditContext } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
+import { hashSecret, randomSecret } from '../common/crypto/secrets';
+import { AppConfig } from '../config/app-config';
+import type { AuthenticationMethods } from './authentication-methods';
+import { MfaConfig } from './mfa.config';
+import { type ChallengePurpose, type PasskeyRow, PasskeysRepository } from './passkeys.repository';
+
+/** How long a browser has to answer a challenge (the authenticator's prompt included). */
+const CHALLENGE_TTL_MS = 5 * 60_000;
+export const CHALLENGE_TTL_SECONDS = CHALLENGE_TTL_MS / 1000;
+/** The longest name a person gives a passkey. */
+export const PASSKEY_NAME_MAX = 64;
+
+/** What the account page lists of a passkey. */
+export type PasskeyView = Pick<PasskeyRow, 'id' | 'name' | 'createdAt' | 'lastUsedAt' | 'deviceType' | 'backedUp'>;
+
+/** Options for the browser's WebAuthn call, and the secret of the cookie that binds their challenge to that browser. */
+export interface IssuedChallenge<Options> {
+  options: Options;
+  secret: string;
+}
+
+/** Why an answer was refused, as the audit trail records it. */
+export type PasskeyRefusal =
+  'no challenge' | 'unreadable answer' | 'unknown passkey' | 'passkey of another person' | 'not verified' | 'already registered';
+
+export type PasskeySignIn =
+  { ok: true; userId: string; amr: AuthenticationMethods } | { ok: false; reason: PasskeyRefusal; userId?: string };
+
+/**
+ * Passkeys (WebAuthn Level 3, verified by @simplewebauthn/server): registration from the account page, sign-in with a
+ * passkey alone (a discoverable credential: the browser offers the person's passkeys, no email typed) or as the
+ * second factor after the password. User verification is required everywhere, so a passkey counts as two factors
+ * (`mfa`). Every challenge is stored with the hash of a cookie of the browser it was handed to, and taken by the one
+ * statement that checks the answer: an answer is checked once, on any instance, and only in that browser.
+ */
+@Injectable()
+export class PasskeysService {
+  private readonly rpId: string;
+  private readonly origins: string[];
+
+  constructor(
+    private readonly passkeys: PasskeysRepository,
+    private readonly audit: AuditService,
+    config: MfaConfig,
+    app: AppConfig,
+  ) {
+    ({ rpId: this.rpId, origins: this.origins } = config.relyingParty(app.issuer));
+  }
+
+  list(userId: string): Promise<PasskeyView[]> {
+    return this.passkeys.ofUser(userId);
+  }
+
+  async has(userId: string): Promise<boolean> {
+    return (await this.passkeys.countOf(userId)) > 0;
+  }
+
+  countOf(userId: string): Promise<number> {
+    return this.passkeys.countOf(userId);
+  }
+
+  /** Options to create a passkey for the person (a discoverable one; their existing passkeys excluded). */
+  async registrationOptions(userId: string, label: string): Promise<IssuedChallenge<PublicKeyCredentialCreationOptionsJSON>> {
+    const existing = await this.passkeys.ofUser(userId);
+    const options = await generateRegistrationOptions({
+      rpName: this.rpId,
+      rpID: this.rpId,
+      userName: label,
+      userID: userHandleOf(userId),
+      attestationType: 'none',
+      excludeCredentials: existing.map((p) => ({ id: p.id, transports: p.transports })),
+      authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
+      timeout: CHALLENGE_TTL_MS,
+    });
+    return { options, secret: await this.storeChallenge(options.challenge, 'register', userId) };
+  }
+
+  /**
+   * Options to sign in with a passkey: any of the person's when `userId` is given (the second factor after the
+   * password), else the browser offers its own (discoverable credentials).
+   */
+  async authenticationOptions(userId?: string): Promise<IssuedChallenge<PublicKeyCredentialRequestOptionsJSON>> {
+    const allowed = userId === undefined ? [] : await this.passkeys.ofUser(userId);
+    const options = await generateAuthenticationOptions({
+      rpID: this.rpId,
+      allowCredentials: allowed.map((p) => ({ id: p.id, transports: p.transports })),
+      userVerification: 'required',
+      timeout: CHALLENGE_TTL_MS,
+    });
+    return {
+      options,
+      secret: await this.storeChallenge(options.challenge, userId === undefined ? 'sign-in' : 'second-factor', userId ?? null),
+    };
+  }
+
+  /** Checks the browser's answer to a registration challenge and stores the new passkey under `name`. */
+  async register(
+    userId: string,
+    secret: string | undefined,
+    answer: unknown,
+    name: string,
+    context: AuditContext,
+  ): Promise<{ ok: true; passkey: PasskeyView } | { ok: false; reason: PasskeyRefusal }> {
+    const taken = secret ? await this.passkeys.takeChallenge(hashSecret(secret), Date.now()) : undefined;
+    if (!taken || taken.purpose !== 'register' || taken.userId !== userId) return { ok: false, reason: 'no challenge' };
+    const response = credentialOf<RegistrationResponseJSON>(answer, 'attestationObject');
+    if (!response) return { ok: false, reason: 'unreadable answer' };
+    const verified = await verifyRegistrationResponse({
+      response,
+      expectedChallenge: taken.challenge,
+      expectedOrigin: this.origins,
+      expectedRPID: this.rpId,
+      requireUserVerification: true,
+    }).catch(() => undefined);
+    if (!verified?.verified) return { ok: false, reason: 'not verified' };
+    const info = verified.registrationInfo;
+    const passkey = {
+      id: info.credential.id,
+      userId,
+      name: name || 'Passkey',
+      publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
+      signCount: info.credential.counter,
+      transports: (info.credential.transports ?? []).filter((t) => /^[a-z-]{1,20}$/.test(t)).slice(0, 8),
+      aaguid: info.aaguid,
+      deviceType: info.credentialDeviceType,
+      backedUp: info.credentialBackedUp,
+    };
+    const now = Date.now();
+    if (!(await this.passkeys.insert(passkey, now))) return { ok: false, reason: 'already registered' };
+    const details = { factor: 'passkey', passkey: passkey.name, synced: passkey.deviceType === 'multiDevice' };
+    await this.audit.record({ type: 'factor.enrolled', actor: `user:${userId}`, userId, details }, context);
+    return { ok: true, passkey: { ...passkey, createdAt: now, lastUsedAt: null } };
+  }
+
+  /**
+   * Checks the browser's answer to a sign-in challenge: for `second-factor`, with a passkey of `userId` only. The
+   * person it signs in and how (`amr`), or why not.
+   */
+  async authenticate(
+    secret: string | undefined,
+    answer: unknown,
+    purpose: 'sign-in' | 'second-factor',
+    userId?: string,
+  ): Promise<PasskeySignIn> {
+    const taken = secret ? await this.passkeys.takeChallenge(hashSecret(secret), Date.now()) : undefined;
+    if (!taken || taken.purpose !== purpose || (purpose === 'second-factor' && taken.userId !== userId)) {
+      return { ok: false, reason: 'no challenge', userId };
+    }
+    const response = credentialOf<AuthenticationResponseJSON>(answer, 'authenticatorData');
+    if (!response) return { ok: false, reason: 'unreadable answer', userId };
+    const passkey = await this.passkeys.find(response.id);
+    if (!passkey) return { ok: false, reason: 'unknown passkey', userId };
+    const handle = response.response.userHandle;
+    if ((userId !== undefined && passkey.userId !== userId) || (handle && handle !== userHandleOf(passkey.userId, 'base64url'))) {
+      return { ok: false, reason: 'passkey of another person', userId: userId ?? passkey.userId };
+    }
+    const verified = await verifyAuthenticationResponse({
+      response,
+      expectedChallenge: taken.challenge,
+      expectedOrigin: this.origins,
+      expectedRPID: this.rpId,
+      credential: { id: passkey.id, publicKey: Buffer.from(passkey.publicKey, 'base64url'), counter: passkey.signCount },
+      requireUserVerification: true,
+    }).catch(() => undefined);
+    if (!verified?.verified) return { ok: false, reason: 'not verified', userId: passkey.userId };
+    const info = verified.authenticationInfo;
+    await this.passkeys.used(passkey.id, passkey.userId, info.newCounter, info.credentialBackedUp, Date.now());
+    const key = info.credentialDeviceType === 'multiDevice' ? 'swk' : 'hwk';
+    return { ok: true, userId: passkey.userId, amr: purpose === 'second-factor' ? ['pwd', key, 'user', 'mfa'] : [key, 'user', 'mfa'] };
+  }
+
+  /** Renames one of the person's passkeys; false when they have none with that id. */
+  rename(userId: string, id: string, name: string): Promise<boolean> {
+    return this.passkeys.rename(id, userId, name);
+  }
+
+  /** Removes one of the person's passkeys (audited); false when they have none with that id. */
+  async remove(userId: string, id: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<boolean> {
+    const passkey = (await this.passkeys.ofUser(userId)).find((p) => p.id === id);
+    if (!passkey || !(await this.passkeys.delete(id, userId))) return false;
+    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: passkey.name } }, context);
+    return true;
+  }
+
+  /** Every passkey of the person (an operator's reset, audited); how many. */
+  async removeAll(userId: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<number> {
+    const removed = await this.passkeys.deleteAllOf(userId);
+    if (removed > 0)
+      await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', count: removed } }, context);
+    return removed;
+  }
+
+  /** For the retention job: up to `batch` challenges that expired before `cutoff` unanswered; how many. */
+  deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
+    return this.passkeys.deleteExpiredChallenges(cutoff, batch);
+  }
+
+  private async storeChallenge(challenge: string, purpose: ChallengePurpose, userId: string | null): Promise<string> {
+    const secret = randomSecret();
+    await this.passkeys.insertChallenge(hashSecret(secret), challenge, purpose, userId, Date.now() + CHALLENGE_TTL_MS);
+    return secret;
+  }
+}
+
+/** The WebAuthn user handle of a person: their id's bytes (no email or name in it, as the specification asks). */
+function userHandleOf(userId: string): Uint8Array<ArrayBuffer>;
+function userHandleOf(userId: string, encoding: 'base64url'): string;
+function userHandleOf(userId: string, encoding?: 'base64url'): Uint8Array<ArrayBuffer> | string {
+  const bytes = new TextEncoder().encode(userId);
+  return encoding ? Buffer.from(bytes).toString('base64url') : bytes;
+}
+
+/**
+ * The browser's answer (a PublicKeyCredential as JSON) when it has the shape @simplewebauthn/server reads: an id,
+ * the type, and the base64url fields of its response (`field` is the one that tells a registration from a sign-in).
+ */
+function credentialOf<T extends RegistrationResponseJSON | AuthenticationResponseJSON>(answer: unknown, field: string): T | undefined {
+  if (typeof answer !== 'object' || answer === null) return undefined;
+  const { id, rawId, type, response } = answer as Record<string, unknown>;
+  const base64url = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 16_384 && /^[A-Za-z0-9_-]+$/.test(v);
+  if (!base64url(id) || rawId !== id || type !== 'public-key' || typeof response !== 'object' || response === null) return undefined;
+  const fields = response as Record<string, unknown>;
+  if (!base64url(fields.clientDataJSON) || !base64url(fields[field])) return undefined;
+  return { clientExtensionResults: {}, ...(answer as object) } as T;
+}
