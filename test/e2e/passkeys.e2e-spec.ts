@@ -112,7 +112,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     const { user, browser, authenticator } = await registered();
     const page = await browser.get(PAGE);
     expectPage(page, 200);
-    expect(page.text).toContain('<h2>Work laptop</h2>');
+    expect(page.text).toContain('<h3>Work laptop</h3>');
     expect(page.text).toContain('on one device');
     expect((await events('factor.enrolled', user.id)).map((e) => e.details)).toEqual([
       { factor: 'passkey', passkey: 'Work laptop', synced: false },
@@ -139,7 +139,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     });
     expect(second.status).toBe(303);
     const after = await browser.get(PAGE);
-    expect(after.text).toContain('<h2>Passkey</h2>');
+    expect(after.text).toContain('<h3>Passkey</h3>');
     expect(after.text).toContain('synced between your devices');
   });
 
@@ -345,7 +345,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(rename.id).toBe(authenticator.id);
     const renamed = await browser.post('/account/security/passkeys/rename', { ...rename, name: 'Phone' });
     expect(renamed.status).toBe(303);
-    expect((await browser.get(PAGE)).text).toContain('<h2>Phone</h2>');
+    expect((await browser.get(PAGE)).text).toContain('<h3>Phone</h3>');
     expectPage(await browser.post('/account/security/passkeys/rename', { ...rename, name: 'a\u0007b' }), 400);
 
     const other = await registered();
@@ -359,7 +359,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
 
     const removed = await browser.post('/account/security/passkeys/remove', formOf(page, '/account/security/passkeys/remove'));
     expect(removed.status).toBe(303);
-    expect((await browser.get(PAGE)).text).not.toContain('<h2>Phone</h2>');
+    expect((await browser.get(PAGE)).text).not.toContain('<h3>Phone</h3>');
     expect((await events('factor.removed', user.id)).map((e) => e.details)).toEqual([{ factor: 'passkey', passkey: 'Phone' }]);
     // Forged: no CSRF token of the session.
     expectPage(await browser.post('/account/security/passkeys/remove', { id: otherRemove.id, csrf: 'x'.repeat(43) }), 403);

@@ -10,16 +10,19 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export interface BrowserTest {
   t: TestApp;
-  /** The app's base URL (and its ISSUER): http://127.0.0.1:<a free port>. */
+  /** The app's base URL (and its ISSUER): http://127.0.0.1:<a free port>, or http://localhost:<port>. */
   issuer: string;
   browser: Browser;
   close(): Promise<void>;
 }
 
-/** The app listening on a free port of 127.0.0.1 and a headless Chromium (Debian's, or CHROMIUM_PATH) to drive it. */
-export async function startBrowserTest(env: Record<string, string> = {}): Promise<BrowserTest> {
+/**
+ * The app listening on a free port of 127.0.0.1 and a headless Chromium (Debian's, or CHROMIUM_PATH) to drive it;
+ * `hostname` is the name the browser uses for it (see createListeningTestApp).
+ */
+export async function startBrowserTest(env: Record<string, string> = {}, hostname?: string): Promise<BrowserTest> {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const t = await createListeningTestApp(env);
+  const t = await createListeningTestApp(env, hostname);
   const issuer = t.origin;
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

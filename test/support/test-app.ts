@@ -140,11 +140,15 @@ export function bearer(token: string): [string, string] {
 
 /**
  * A test app listening on a free port of 127.0.0.1, whose ISSUER is that origin: for clients that speak real HTTP
- * (openid-client, oauth4webapi, a browser).
+ * (openid-client, oauth4webapi, a browser). `hostname` names it otherwise in the origin (`localhost`: passkeys need
+ * a domain, not an address, as their relying-party id).
  */
-export async function createListeningTestApp(env: Record<string, string> = {}): Promise<TestApp & { origin: string }> {
+export async function createListeningTestApp(
+  env: Record<string, string> = {},
+  hostname = '127.0.0.1',
+): Promise<TestApp & { origin: string }> {
   const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `http://${hostname}:${port}`;
   const t = await createTestApp({ ...env, ISSUER: origin });
   await t.app.listen(port, '127.0.0.1');
   return Object.assign(t, { origin });

@@ -29,6 +29,8 @@ dl.when{display:grid;grid-template-columns:auto 1fr;gap:.15rem .75rem;margin:1re
 button.danger{background:transparent;color:var(--danger);border-color:var(--danger)}
 a{color:var(--accent)}p.lead:last-child{margin-bottom:0}
 figure.qr{margin:0 auto 1rem;max-width:14rem;background:#fff;padding:.5rem;border-radius:8px}figure.qr svg{display:block;width:100%;height:auto}
+main>.card+.card{margin-top:1rem}h3{font-size:1rem;margin:0;overflow-wrap:anywhere}
+ul.passkeys{list-style:none;padding:0;margin:0 0 1rem}ul.passkeys>li{border-top:1px solid var(--line);padding:1rem 0}
 ul.codes{display:grid;grid-template-columns:1fr 1fr;gap:.35rem 1rem;list-style:none;padding:0;margin:0 0 1.25rem;font-size:1.05rem}
 `;
 
@@ -188,7 +190,7 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
 <button type="submit">Sign in</button>
 </form>
-${this.passkeyForm('sign-in', opts.csrf, 'Sign in with a passkey', hidden('return_to', opts.returnTo))}</div>${PASSKEY_SCRIPTS}`,
+${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', opts.returnTo))}</div>${PASSKEY_SCRIPTS}`,
     );
   }
 
@@ -356,8 +358,8 @@ ${opts.recoveryCodes || opts.enrolment ? '' : this.passkeyList(opts.passkeys, op
   protected passkeyList(passkeys: PasskeyItemView[], csrf: string): string {
     const items = passkeys
       .map(
-        (p) => `<li class="card">
-<h2>${escapeHtml(p.name)}</h2>
+        (p) => `<li>
+<h3>${escapeHtml(p.name)}</h3>
 <dl class="when"><dt>Kind</dt><dd>${p.deviceType === 'multiDevice' ? 'synced between your devices' : 'on one device'}</dd><dt>Added</dt><dd>${timeElement(p.createdAt)}</dd><dt>Last used</dt><dd>${p.lastUsedAt === null ? 'never' : timeElement(p.lastUsedAt)}</dd></dl>
 <form method="post" action="/account/security/passkeys/rename">${hidden('csrf', csrf)}${hidden('id', p.id)}<label for="name-${escapeHtml(p.id)}">New name</label>
 <input id="name-${escapeHtml(p.id)}" name="name" type="text" required maxlength="64" value="${escapeHtml(p.name)}"><button type="submit" class="secondary">Rename</button></form>
@@ -368,10 +370,12 @@ ${opts.recoveryCodes || opts.enrolment ? '' : this.passkeyList(opts.passkeys, op
     const lead = passkeys.length
       ? 'You can sign in with any of these passkeys, without your password.'
       : 'Add a passkey to sign in with your device (fingerprint, face or PIN) instead of a password.';
-    return `<h1>Passkeys</h1>
+    return `<div class="card">
+<h2>Passkeys</h2>
 <p class="lead">${lead}</p>
-${passkeys.length ? `<ul class="apps">${items}</ul>` : ''}
-<div class="card">${this.passkeyForm('register', csrf, 'Add a passkey')}<noscript><p class="lead">Adding a passkey needs JavaScript.</p></noscript></div>${PASSKEY_SCRIPTS}`;
+${passkeys.length ? `<ul class="passkeys">${items}</ul>` : ''}
+${this.passkeyForm('register', csrf, 'Add a passkey')}<noscript><p class="lead">Adding a passkey needs JavaScript.</p></noscript>
+</div>${PASSKEY_SCRIPTS}`;
   }
 
   /**
