@@ -15,7 +15,10 @@
 //      SHA-256 digest, the service's is argon2id), and the service's login alone. Who is measured first alternates
 //      per flow (SQLite: service, peer, service; PostgreSQL: peer, service, peer); each side gets its own warm-up;
 //   4. the peak RSS (VmHWM) of every service process (limit 200 MB), and of the peers and the baseline for
-//      information.
+//      information;
+//   5. sign-ins per second on SQLite, fresh browsers, 4 loops: the password form (argon2id) and a passkey alone
+//      (options, assertion, session; the software authenticator of the e2e suite signs), target passkey / password
+//      >= 5.
 // The servers (service, peers, baseline) run pinned to CPU 0, the load generators (autocannon children, this
 // driver) to CPU 1. The service runs with the node flags and MALLOC_ARENA_MAX of the project's start command, from
 // the root package.json ("config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>" }, each optional; none when
@@ -31,8 +34,8 @@
 //        BENCH_SLICES    the code flows: each side's BENCH_DURATION is cut into this many slices, run alternately
 //                        (service, peer, peer, service, ...), and the verdict is the median of the slices' ratios,
 //                        so that the machine's drift over a minute weighs on both sides alike (default 4)
-//        BENCH_ONLY      comma list of resource,users,flows (default: all); flows-sqlite / flows-postgres for one
-//                        database's flows only
+//        BENCH_ONLY      comma list of resource,users,flows,sign-in (default: all); flows-sqlite / flows-postgres
+//                        for one database's flows only
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
 //                            (default postgres://postgres@127.0.0.1:5432/postgres; needs CREATE DATABASE)
@@ -59,6 +62,7 @@ import { performance } from 'node:perf_hooks';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { freshBrowserFlow, mergeFlowRuns, runFlowLoops, sessionFlow, sessionRefreshFlow } from './lib/flows.mjs';
 import { CookieJar, OAuthClient } from './lib/oauth.mjs';
+import { passkeySignIn, registerPasskey } from './lib/passkey-client.mjs';
 import { PeerOAuthClient } from './lib/peer-client.mjs';
 import { createDatabase, databaseUrl, dropAllDatabases, dropDatabase, seedUsersTo } from './lib/pg.mjs';
 import {
@@ -76,6 +80,7 @@ import {
   startBaseline,
   startPeer,
   startService,
+  createServiceUser,
   stopAll,
   stopProcess,
 } from './lib/processes.mjs';
@@ -84,9 +89,9 @@ import { fmtMb, fmtMs, fmtNum, freePort, summarize } from './lib/util.mjs';
 const DURATION = positive('BENCH_DURATION', 10);
 const SLICES = Math.max(1, Math.round(positive('BENCH_SLICES', 4)));
 const WARMUP = positive('BENCH_WARMUP', 2, true);
-const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres'];
+const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres', 'sign-in'];
 const ONLY = new Set(
-  (process.env.BENCH_ONLY || 'resource,users,flows')
+  (process.env.BENCH_ONLY || 'resource,users,flows,sign-in')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
@@ -155,7 +160,7 @@ async function cleanup() {
 
 // Bounded in time whatever happens: a hung request or process cannot keep the bench alive. 17 measurements (3
 // resource, 2 users, 2 x 6 flows), each with a warm-up and a wait for quiet CPUs, plus starts, seeding and logins.
-const MEASUREMENTS = 17;
+const MEASUREMENTS = 21;
 const WATCHDOG_SEC = 900 + MEASUREMENTS * (2 * (DURATION + WARMUP) + QUIET_WAIT_MS / 1000);
 const watchdog = setTimeout(async () => {
   process.stderr.write(`bench: still running after ${WATCHDOG_SEC} s, giving up\n`);
@@ -767,6 +772,81 @@ async function checkPeerToken(client, user, ready) {
 }
 
 // 3. The code flow with PKCE on SQLite and PostgreSQL, the service against oidc-provider: (a) session, (b) + refresh,
+// 5. Sign-ins per second on the service's one core, in fresh browsers: the password form (argon2id) against a
+// passkey alone (the options, then the assertion's verification and the session). SIGN_IN_LOOPS loops, each with its
+// own passkey of the demo person (a counter per authenticator, as a device has); the two kinds alternate in slices
+// (password, passkey, passkey, password), each after its own warm-up. Target: passkey >= 5x password.
+const SIGN_IN_LOOPS = 4;
+const PASSKEY_RATIO_TARGET = 5;
+
+async function signInScenario() {
+  const section = '5';
+  let service;
+  try {
+    service = await startService({
+      name: 'service (sign-in, sqlite)',
+      port: await freePort(),
+      databaseUrl: `sqlite:${tmpSqlite('sign-in')}`,
+      expectDemo: true,
+    });
+    const client = new OAuthClient({ issuer: service.issuer, ...service.demo });
+    // Passkeys for the demo person; the password sign-ins are another person's, who has none (else the password
+    // would lead to the passkey step).
+    const signedIn = await client.loggedInJar(service.demo.email, service.demo.password);
+    const email = 'password-only@bench.example';
+    const password = randomBytes(12).toString('base64url');
+    createServiceUser(service, { email, password });
+    const authenticators = [];
+    for (let i = 0; i < SIGN_IN_LOOPS; i++) authenticators.push(await registerPasskey(client, signedIn));
+    const flows = {
+      password: async (step) => {
+        const jar = new CookieJar();
+        const form = await client.loginForm(jar, '/login?return_to=%2F');
+        await step('POST /login', () => client.login(jar, form, email, password));
+      },
+      passkey: (step, authenticator) => passkeySignIn(client, authenticator, step),
+    };
+    const run = async (kind, durationSec) => {
+      let next = 0;
+      return runFlowLoops({ concurrency: SIGN_IN_LOOPS, durationSec, setup: async () => authenticators[next++], flow: flows[kind] });
+    };
+    for (const kind of ['password', 'passkey']) if (WARMUP) await run(kind, WARMUP);
+    const slices = { password: [], passkey: [] };
+    for (const kind of ['password', 'passkey', 'passkey', 'password']) {
+      await quietCpus(`sign-in ${kind}`);
+      slices[kind].push(await run(kind, DURATION / 2));
+    }
+    const merged = Object.fromEntries(Object.entries(slices).map(([kind, list]) => [kind, mergeFlowRuns(list)]));
+    const ratio = merged.passkey.flowsPerSec / merged.password.flowsPerSec;
+    const errors = merged.password.errors + merged.passkey.errors;
+    results.scenarios.signIn = { loops: SIGN_IN_LOOPS, ...merged, ratio };
+    for (const kind of ['password', 'passkey']) {
+      const r = merged[kind];
+      row({
+        section,
+        name: `${kind === 'password' ? 'password sign-in (argon2id)' : 'passkey sign-in (assertion + session)'}, ${SIGN_IN_LOOPS} loops`,
+        rate: `${fmtNum(r.flowsPerSec, 1)} sign-ins/s`,
+        p50: r.flow.p50,
+        p99: r.flow.p99,
+        errors: String(r.errors),
+      });
+    }
+    row({
+      section,
+      name: 'passkey / password sign-ins per second',
+      target: `>= ${PASSKEY_RATIO_TARGET}`,
+      measured: fmtRatio(ratio),
+      result: verdict(ratio >= PASSKEY_RATIO_TARGET, errors),
+    });
+    const proc = await stopService(service);
+    return [['sign-in (sqlite)', proc.peakRssKb]];
+  } catch (error) {
+    throw withProcessStates(error, service);
+  } finally {
+    if (service) await stopProcess(service.proc);
+  }
+}
+
 // (c) fresh browser with login. One service process and one fresh peer process per database, both alive for the
 // whole block (the one not measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL.
 async function flowsScenario(kind) {
@@ -1056,6 +1136,7 @@ async function main() {
     ['users', 'users', () => usersScenario()],
     ['flows-sqlite', 'flows sqlite', () => flowsScenario('sqlite')],
     ['flows-postgres', 'flows postgres', () => flowsScenario('postgres')],
+    ['sign-in', 'sign-in', () => signInScenario()],
   ];
   for (const [key, label, run] of scenarios) {
     if (!enabled(key)) continue;

@@ -306,6 +306,14 @@ function trustedClient(env, issuer) {
   return { clientId: client.client_id, clientSecret: client.client_secret };
 }
 
+/** Creates a person in a running service's database with its CLI (`user:create`); returns their id. */
+export function createServiceUser(service, { email, password, name = 'Bench Person' }) {
+  const { env } = serviceEnv({ port: service.port, databaseUrl: service.databaseUrl });
+  const cli = path.join(path.dirname(serviceMain), 'cli.js');
+  const args = ['user:create', '--email', email, '--password', password, '--name', name, '--gender', 'other', '--age', '40'];
+  return JSON.parse(execFileSync(process.execPath, [cli, ...args], { env: { ...env, LOG_LEVEL: 'silent' }, encoding: 'utf8' })).id;
+}
+
 /**
  * Starts `node <package.json config.nodeOptions> <BENCH_SERVICE_NODE_ARGS> dist/src/main.js` pinned to the server
  * CPU and waits until /health/ready answers. On a fresh database (`expectDemo`) it also waits for the demo
@@ -324,7 +332,7 @@ export async function startService({ name, port, databaseUrl, expectDemo }) {
       if (!demo) throw new Error('the service did not print the demo credentials');
       demo = { ...demo, ...trustedClient(env, issuer) };
     }
-    return { proc, issuer, port, demo, pid: proc.pid };
+    return { proc, issuer, port, databaseUrl, demo, pid: proc.pid };
   } catch (error) {
     await stopProcess(proc);
     throw new Error(`${name}: ${error.message}\n--- stderr ---\n${proc.stderr.slice(-2000)}\n--- stdout ---\n${proc.head.slice(-2000)}`);
