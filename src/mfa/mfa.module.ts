@@ -8,14 +8,18 @@ import { PasskeysRepository } from './passkeys.repository';
 import { PasskeysService } from './passkeys.service';
 import { SecondFactorsRepository } from './second-factors.repository';
 import { SecondFactorsService } from './second-factors.service';
+import { SignInFactorsService } from './sign-in-factors.service';
+import { UserFactorsController } from './user-factors.controller';
+import { UsersModule } from '../users/users.module';
 
 /**
  * Second factors of sign-in (TOTP authenticators and recovery codes) and passkeys. The login and account pages of the
  * authorization server use {@link SecondFactorsService}; nothing here knows HTTP.
  */
 @Module({
-  imports: [AppConfigModule.forFeature(KeysConfig), AppConfigModule.forFeature(MfaConfig), AuditModule],
-  providers: [SecondFactorsRepository, SecondFactorsService, PasskeysRepository, PasskeysService, SqlRunner],
-  exports: [SecondFactorsService, PasskeysService],
+  imports: [AppConfigModule.forFeature(KeysConfig), AppConfigModule.forFeature(MfaConfig), AuditModule, UsersModule],
+  controllers: [UserFactorsController],
+  providers: [SecondFactorsRepository, SecondFactorsService, PasskeysRepository, PasskeysService, SignInFactorsService, SqlRunner],
+  exports: [SecondFactorsService, PasskeysService, SignInFactorsService],
 })
 export class MfaModule {}

@@ -9,7 +9,7 @@ import {
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
-import type { AuditContext } from '../audit/audit-events';
+import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { hashSecret, randomSecret } from '../common/crypto/secrets';
 import { AppConfig } from '../config/app-config';
@@ -188,7 +188,7 @@ export class PasskeysService {
   }
 
   /** Removes one of the person's passkeys (audited); false when they have none with that id. */
-  async remove(userId: string, id: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<boolean> {
+  async remove(userId: string, id: string, actor: AuditActor, context: AuditContext): Promise<boolean> {
     const passkey = (await this.passkeys.ofUser(userId)).find((p) => p.id === id);
     if (!passkey || !(await this.passkeys.delete(id, userId))) return false;
     await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: passkey.name } }, context);
@@ -196,7 +196,7 @@ export class PasskeysService {
   }
 
   /** Every passkey of the person (an operator's reset, audited); how many. */
-  async removeAll(userId: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<number> {
+  async removeAll(userId: string, actor: AuditActor, context: AuditContext): Promise<number> {
     const removed = await this.passkeys.deleteAllOf(userId);
     if (removed > 0)
       await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', count: removed } }, context);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { toString as qrSvg } from 'qrcode';
-import type { AuditContext } from '../audit/audit-events';
+import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { hashSecret, randomSecret } from '../common/crypto/secrets';
 import { KeyEncryption, KeyEncryptionError } from '../keys/key-encryption';
@@ -145,7 +145,7 @@ export class SecondFactorsService {
   }
 
   /** Removes the person's authenticator and recovery codes (the person, or an operator's reset); false when none. */
-  async remove(userId: string, actor: `user:${string}` | 'system', context: AuditContext): Promise<boolean> {
+  async remove(userId: string, actor: AuditActor, context: AuditContext): Promise<boolean> {
     if (!(await this.factors.removeAll(userId))) return false;
     await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'totp' } }, context);
     return true;

@@ -18,7 +18,7 @@ import {
   token,
 } from '../support/oauth';
 import { type CredentialJson, SoftAuthenticator } from '../support/passkey-authenticator';
-import { type TestApp, createTwoInstances } from '../support/test-app';
+import { type TestApp, bearer, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
 
@@ -420,6 +420,68 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     } finally {
       await closeStrict();
     }
+  });
+
+  it("lets an administrator see and reset a person's factors through the API (audited); the person signs in with the password alone again", async () => {
+    const { user, authenticator } = await registered();
+    const admin = await a.createUser({ role: 'admin' });
+    const adminToken = await a.token(admin.id, ['users:read', 'users:write']);
+    const seen = await a
+      .http()
+      .get(`/users/${user.id}/factors`)
+      .set(...bearer(adminToken));
+    expect(seen.status, JSON.stringify(seen.body)).toBe(200);
+    expect(seen.body).toEqual({
+      userId: user.id,
+      totp: 'none',
+      recoveryCodesLeft: 0,
+      passkeys: [{ id: authenticator.id, name: 'Work laptop', synced: false, createdAt: expect.any(String), lastUsedAt: null }],
+    });
+    // Not for a person's own token, even about themselves; not for a token without users:write.
+    const own = await a.token(user.id, ['users:read', 'users:write']);
+    expect(
+      (
+        await a
+          .http()
+          .get(`/users/${user.id}/factors`)
+          .set(...bearer(own))
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await a
+          .http()
+          .delete(`/users/${user.id}/factors`)
+          .set(...bearer(own))
+      ).status,
+    ).toBe(403);
+    const readOnly = await a.token(admin.id, ['users:read']);
+    expect(
+      (
+        await a
+          .http()
+          .delete(`/users/${user.id}/factors`)
+          .set(...bearer(readOnly))
+      ).status,
+    ).toBe(403);
+    const unknown = await a
+      .http()
+      .delete('/users/00000000-0000-4000-8000-000000000000/factors')
+      .set(...bearer(adminToken));
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ status: 404, detail: 'No such user.' });
+
+    const reset = await a
+      .http()
+      .delete(`/users/${user.id}/factors`)
+      .set(...bearer(adminToken));
+    expect(reset.status).toBe(200);
+    expect(reset.body).toEqual({ userId: user.id, removed: { totp: false, passkeys: 1 } });
+    const removed = await events('factor.removed', user.id);
+    expect(removed.map((e) => [e.actor, e.details])).toEqual([[`user:${admin.id}`, { factor: 'passkey', count: 1 }]]);
+    expect((await login(new Browser(a), user.email)).status).toBe(303);
+    const { browser, form, options } = await passkeyChallenge(a);
+    expectPage(await postAnswer(browser, form, authenticator.authenticate(options, { origin })), 401);
   });
 
   it('serves the browser part of SimpleWebAuthn and the passkey script from this origin', async () => {

@@ -1,18 +1,21 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
-import { NO_REQUEST } from '../../audit/audit-events';
+import { BY_SYSTEM } from '../../audit/audit-events';
 import { CommandInputError, printJson } from '../../common/command-line';
 import { UsersService } from '../../users/users.service';
-import { SecondFactorsService } from '../second-factors.service';
+import { SignInFactorsService } from '../sign-in-factors.service';
 
 /**
- * `user:reset-factors`: an operator's reset for a person who lost their authenticator and recovery codes; they
- * sign in with their password alone and can set up a new one. Audited (`factor.removed`, actor `system`).
+ * `user:reset-factors`: an operator's reset for a person who lost their authenticator, recovery codes or passkeys;
+ * they sign in with their password alone and can set up new ones. Audited (`factor.removed`, actor `system`).
  */
-@Command({ name: 'user:reset-factors', description: "remove a user's authenticator and recovery codes; prints what was removed as JSON" })
+@Command({
+  name: 'user:reset-factors',
+  description: "remove a user's authenticator, recovery codes and passkeys; prints what was removed as JSON",
+})
 export class UserResetFactorsCommand extends CommandRunner {
   constructor(
     private readonly users: UsersService,
-    private readonly secondFactors: SecondFactorsService,
+    private readonly factors: SignInFactorsService,
   ) {
     super();
   }
@@ -21,8 +24,11 @@ export class UserResetFactorsCommand extends CommandRunner {
     if (!options.email) throw new CommandInputError('--email is required');
     const user = await this.users.credentials(options.email);
     if (!user) throw new CommandInputError(`no user with email "${options.email}"`);
-    const removed = await this.secondFactors.remove(user.id, 'system', NO_REQUEST);
-    printJson({ user_id: user.id, removed: removed ? ['totp', 'recovery_codes'] : [] });
+    const { removed } = await this.factors.resetAll(user.id, BY_SYSTEM);
+    printJson({
+      user_id: user.id,
+      removed: [...(removed.totp ? ['totp', 'recovery_codes'] : []), ...(removed.passkeys ? ['passkeys'] : [])],
+    });
   }
 
   @Option({ flags: '--email <email>' })

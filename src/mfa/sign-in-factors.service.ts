@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import type { AuditBy } from '../audit/audit-events';
+import { PasskeysService } from './passkeys.service';
+import { SecondFactorsService } from './second-factors.service';
+import type { FactorsResetResponseDto, SignInFactorsResponseDto } from './dto/sign-in-factors.dto';
+import { PasskeyResponseDto } from './dto/sign-in-factors.dto';
+
+/**
+ * All of a person's sign-in factors at once, for operators (the admin API and `user:reset-factors`): what they
+ * have, and the reset of everything when they lost it (they sign in with their password alone, and set up new
+ * factors; a role that needs one is led to it at sign-in).
+ */
+@Injectable()
+export class SignInFactorsService {
+  constructor(
+    private readonly secondFactors: SecondFactorsService,
+    private readonly passkeys: PasskeysService,
+  ) {}
+
+  async overview(userId: string): Promise<SignInFactorsResponseDto> {
+    const [status, passkeys] = await Promise.all([this.secondFactors.status(userId), this.passkeys.list(userId)]);
+    return { userId, ...status, passkeys: passkeys.map((p) => PasskeyResponseDto.from(p)) };
+  }
+
+  /** Removes the authenticator, recovery codes and passkeys of the person, each removal audited as `by`. */
+  async resetAll(userId: string, by: AuditBy): Promise<FactorsResetResponseDto> {
+    const totp = await this.secondFactors.remove(userId, by.actor, by.context);
+    const passkeys = await this.passkeys.removeAll(userId, by.actor, by.context);
+    return { userId, removed: { totp, passkeys } };
+  }
+}
