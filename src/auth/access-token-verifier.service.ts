@@ -84,7 +84,20 @@ export class AccessTokenVerifier {
       if (error instanceof joseErrors.JOSEError) throw new InvalidAccessTokenError(error.code);
       throw new InvalidAccessTokenError('malformed token');
     }
-    const { sub, client_id: clientId, scope, gid, gcid, jti, exp, iat, gty, aud, act } = payload as JWTPayload & Record<string, unknown>;
+    const {
+      sub,
+      client_id: clientId,
+      scope,
+      gid,
+      gcid,
+      jti,
+      exp,
+      iat,
+      gty,
+      aud,
+      act,
+      acr,
+    } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -105,6 +118,7 @@ export class AccessTokenVerifier {
     const principal: AuthPrincipal = { kind, sub, clientId, scope, scopes, grantId: gid, jti, iat, exp, aud: aud as string | string[] };
     if (act !== undefined) principal.act = act as ActClaim;
     if (gcid !== undefined) principal.grantClientId = gcid as string;
+    if (typeof acr === 'string') principal.acr = acr;
     return { principal, kid };
   }
 }

@@ -1,12 +1,14 @@
 import { type ExecutionContext, SetMetadata, applyDecorators, createParamDecorator } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOAuth2 } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { ApiProblems } from '../common/openapi';
+import { ApiProblem, ApiProblems } from '../common/openapi';
+import type { Acr } from './acr';
 import type { AuthPrincipal } from './principal';
 import type { Scope } from './scopes';
 
 export const IS_PUBLIC_KEY = 'auth:isPublic';
 export const ACCESS_KEY = 'auth:access';
+export const ACR_KEY = 'auth:acr';
 
 /*
  * Every route declares who may call it in one decorator, on the handler or its controller (the handler's wins,
@@ -56,6 +58,19 @@ export function Access(rule: AccessRule) {
     ...(rule.people === 'any' ? [] : [ApiExtension('x-roles', rule.people)]),
     ...(rule.ownRecords ? [ApiExtension('x-own-records', true)] : []),
     ...(rule.clientTokens ? [ApiExtension('x-client-credentials', true)] : []),
+  );
+}
+
+/**
+ * The sign-in level a person's token must carry for this route (its `acr` claim, see `acr.ts`). A token of a
+ * weaker sign-in gets 401 with RFC 9470's challenge, `error="insufficient_user_authentication"` and the
+ * `acr_values` to ask the authorization server for; the client sends the person through sign-in again with them.
+ */
+export function RequireAcr(level: Acr) {
+  return applyDecorators(
+    SetMetadata(ACR_KEY, level),
+    ApiExtension('x-acr', level),
+    ApiProblem(401, `No valid access token, or one of a sign-in weaker than ${level} (WWW-Authenticate: insufficient_user_authentication)`),
   );
 }
 

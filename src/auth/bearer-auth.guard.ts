@@ -3,7 +3,8 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { bearerChallenge } from '../common/bearer-challenge';
 import { HttpProblemError } from '../common/http-problem.error';
-import type { RequestWithPrincipal } from './auth.decorators';
+import { ACR_KEY, type RequestWithPrincipal } from './auth.decorators';
+import { type Acr, meetsAcr } from './acr';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { BearerOptions } from './bearer.strategy';
 import type { AuthPrincipal } from './principal';
@@ -23,6 +24,8 @@ interface CheckedRule {
   roles: readonly string[] | undefined;
   /** Whether a client-credentials token (no user) may call it. */
   clientTokens: boolean;
+  /** The sign-in level a person's token must carry (`@RequireAcr`). */
+  acr: Acr | undefined;
 }
 
 /**
@@ -70,6 +73,13 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     }
     if (principal.kind === 'client') return true;
     if (rule.roles) await this.checkRole(principal, rule.roles);
+    if (rule.acr && !meetsAcr(principal.acr, rule.acr)) {
+      // RFC 9470 3: the client asks for this level with acr_values, and the person signs in again (step-up).
+      const detail = `This request needs a sign-in of level ${rule.acr}; the token is of a sign-in of level ${principal.acr ?? 'unknown'}.`;
+      throw new HttpProblemError(401, 'insufficient-user-authentication', detail, {
+        'WWW-Authenticate': bearerChallenge({ error: 'insufficient_user_authentication', error_description: detail, acr_values: rule.acr }),
+      });
+    }
     return true;
   }
 
@@ -90,6 +100,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
         scopes: access && access.scopes !== 'any' ? [...access.scopes] : [],
         roles: access && access.people !== 'any' ? access.people : undefined,
         clientTokens: access?.clientTokens === true,
+        acr: this.reflector.getAllAndOverride<Acr | undefined>(ACR_KEY, targets),
       };
       rules.set(handler, rule);
     }

@@ -42,4 +42,6 @@ export interface AuthPrincipal {
    * deletion ends it as it ends that client's own tokens.
    */
   grantClientId?: string;
+  /** The level of the person's sign-in (`acr`, see acr.ts), when the token says. */
+  acr?: string;
 }

@@ -1,15 +1,17 @@
 /** The auth-params of a Bearer challenge (RFC 6750 3), written in this order. */
 export interface BearerChallengeParams {
   realm?: string;
-  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope' | 'insufficient_user_authentication';
   error_description?: string;
   /** Space-separated scopes (RFC 6750 3: the scope the request needs). */
   scope?: string;
+  /** RFC 9470 3: the authentication levels the request needs, space-separated. */
+  acr_values?: string;
   /** The protected-resource metadata URL (RFC 9728 5.1). */
   resource_metadata?: string;
 }
 
-const ORDER: (keyof BearerChallengeParams)[] = ['realm', 'error', 'error_description', 'scope', 'resource_metadata'];
+const ORDER: (keyof BearerChallengeParams)[] = ['realm', 'error', 'error_description', 'scope', 'acr_values', 'resource_metadata'];
 
 /** An auth-param value as a quoted-string (RFC 9110 11.2, 5.6.4): `"` and `\` escaped. */
 export function quotedString(value: string): string {

@@ -6,3 +6,14 @@
 export type AuthenticationMethod = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'mfa';
 
 export type AuthenticationMethods = readonly AuthenticationMethod[];
+
+const ORDER: readonly AuthenticationMethod[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'mfa'];
+
+/**
+ * A step-up's methods: those of the session it strengthens (space-separated, as stored) and the factor's, each
+ * once, in a fixed order.
+ */
+export function combinedAmr(prior: string | null, added: AuthenticationMethods): AuthenticationMethods {
+  const all = new Set<string>([...(prior ?? '').split(' '), ...added]);
+  return ORDER.filter((method) => all.has(method));
+}

@@ -13,6 +13,8 @@ export interface TotpFactorRow {
 export interface LoginChallengeRow {
   userId: string;
   returnTo: string;
+  /** A step-up of a live session: that session's `amr` (space-separated); null for a sign-in from the password. */
+  priorAmr: string | null;
 }
 
 const FIND_TOTP = sql`SELECT secret, confirmed_at, locked_until FROM totp_factors WHERE user_id = :userId`;
@@ -41,13 +43,14 @@ const INSERT_RECOVERY_CODE = sql`INSERT INTO recovery_codes (code_hash, user_id,
 const USE_RECOVERY_CODE = sql`UPDATE recovery_codes SET used_at = :now WHERE code_hash = :codeHash AND user_id = :userId AND used_at IS NULL`;
 const UNUSED_RECOVERY_CODES = sql`SELECT COUNT(*) AS n FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL`;
 const INSERT_CHALLENGE = sql`
-  INSERT INTO login_challenges (id, user_id, return_to, created_at, expires_at, tries) VALUES (:id, :userId, :returnTo, :now, :expiresAt, 0)`;
+  INSERT INTO login_challenges (id, user_id, return_to, created_at, expires_at, tries, prior_amr)
+  VALUES (:id, :userId, :returnTo, :now, :expiresAt, 0, :priorAmr)`;
 /** Counts a try at the challenge and reads it, while it is live and has tries left. */
 const TRY_CHALLENGE = sql`
   UPDATE login_challenges SET tries = tries + 1 WHERE id = :id AND expires_at > :now AND tries < :maxTries
-  RETURNING user_id, return_to`;
+  RETURNING user_id, return_to, prior_amr`;
 const PEEK_CHALLENGE = sql`
-  SELECT user_id, return_to FROM login_challenges WHERE id = :id AND expires_at > :now AND tries < :maxTries`;
+  SELECT user_id, return_to, prior_amr FROM login_challenges WHERE id = :id AND expires_at > :now AND tries < :maxTries`;
 const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
 const DELETE_CHALLENGES = sql`DELETE FROM login_challenges WHERE user_id = :userId`;
 /** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
@@ -55,6 +58,16 @@ const DELETE_EXPIRED_CHALLENGES = new Statement(
   `DELETE FROM login_challenges WHERE id IN (SELECT id FROM login_challenges WHERE expires_at < :cutoff LIMIT :batch)`,
   { unprepared: true },
 );
+
+interface ChallengeRow {
+  user_id: string;
+  return_to: string;
+  prior_amr: string | null;
+}
+
+function challengeOf(row: ChallengeRow): LoginChallengeRow {
+  return { userId: row.user_id, returnTo: row.return_to, priorAmr: row.prior_amr };
+}
 
 /** The second-factor module's one way to its tables. */
 @Injectable()
@@ -123,18 +136,25 @@ export class SecondFactorsRepository {
     return totp > 0;
   }
 
-  async insertChallenge(id: string, userId: string, returnTo: string, now: number, expiresAt: number): Promise<void> {
-    await this.db.run(INSERT_CHALLENGE, { id, userId, returnTo, now, expiresAt });
+  async insertChallenge(
+    id: string,
+    userId: string,
+    returnTo: string,
+    now: number,
+    expiresAt: number,
+    priorAmr: string | null,
+  ): Promise<void> {
+    await this.db.run(INSERT_CHALLENGE, { id, userId, returnTo, now, expiresAt, priorAmr });
   }
 
   async tryChallenge(id: string, now: number, maxTries: number): Promise<LoginChallengeRow | undefined> {
-    const row = await this.db.one<{ user_id: string; return_to: string }>(TRY_CHALLENGE, { id, now, maxTries });
-    return row && { userId: row.user_id, returnTo: row.return_to };
+    const row = await this.db.one<ChallengeRow>(TRY_CHALLENGE, { id, now, maxTries });
+    return row && challengeOf(row);
   }
 
   async peekChallenge(id: string, now: number, maxTries: number): Promise<LoginChallengeRow | undefined> {
-    const row = await this.db.one<{ user_id: string; return_to: string }>(PEEK_CHALLENGE, { id, now, maxTries });
-    return row && { userId: row.user_id, returnTo: row.return_to };
+    const row = await this.db.one<ChallengeRow>(PEEK_CHALLENGE, { id, now, maxTries });
+    return row && challengeOf(row);
   }
 
   async deleteChallenge(id: string): Promise<void> {

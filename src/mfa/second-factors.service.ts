@@ -151,11 +151,14 @@ export class SecondFactorsService {
     return true;
   }
 
-  /** A sign-in whose password matched, waiting for its second factor: the secret of its cookie. */
-  async startChallenge(userId: string, returnTo: string): Promise<string> {
+  /**
+   * A sign-in whose password matched, waiting for its second factor, or (`priorAmr`) a live session's step-up to a
+   * stronger level: the secret of its cookie.
+   */
+  async startChallenge(userId: string, returnTo: string, priorAmr: string | null = null): Promise<string> {
     const secret = randomSecret();
     const now = Date.now();
-    await this.factors.insertChallenge(hashSecret(secret), userId, returnTo, now, now + CHALLENGE_TTL_MS);
+    await this.factors.insertChallenge(hashSecret(secret), userId, returnTo, now, now + CHALLENGE_TTL_MS, priorAmr);
     return secret;
   }
 

@@ -1,7 +1,7 @@
 import { Controller, Delete, Get, Param } from '@nestjs/common';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { type AuditBy, AuditedBy } from '../audit/audit-events';
-import { Access } from '../auth/auth.decorators';
+import { Access, RequireAcr } from '../auth/auth.decorators';
 import { ApiProblems, ApiUuidParams } from '../common/openapi';
 import { NoQueryParams, UuidParamPipe } from '../common/validation';
 import { DomainError } from '../common/domain-error';
@@ -33,6 +33,8 @@ export class UserFactorsController {
   @Delete()
   @ApiUuidParams('userId')
   @Access({ scopes: [UsersScope.write], people: ['admin'] })
+  // Taking away someone's second factors takes two of the administrator's own (RFC 9470 step-up otherwise).
+  @RequireAcr('aal2')
   @ApiOkResponse({
     type: FactorsResetResponseDto,
     description: 'Every factor removed (factor.removed audited, the administrator as actor)',

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
+import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -425,7 +427,10 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
   it("lets an administrator see and reset a person's factors through the API (audited); the person signs in with the password alone again", async () => {
     const { user, authenticator } = await registered();
     const admin = await a.createUser({ role: 'admin' });
-    const adminToken = await a.token(admin.id, ['users:read', 'users:write']);
+    // Resetting factors needs an administrator's token of a two-factor sign-in (acr aal2).
+    const mint = (sub: string, scope: string, amr?: string[]) =>
+      a.app.get(TokenIssuer).mintAccessToken({ sub, clientId: 'test-client', scope, grantId: randomUUID(), amr }).token;
+    const adminToken = mint(admin.id, 'users:read users:write', ['pwd', 'otp', 'mfa']);
     const seen = await a
       .http()
       .get(`/users/${user.id}/factors`)

@@ -2,6 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsString, Length, Max, MaxLength, Min } from 'class-validator';
 import { OneOf, OptionalField, SingleLine } from '../../common/validation';
+import { ACR_VALUES, type Acr } from '../../auth/acr';
 import { GRANT_TYPES, type GrantType } from '../entities/client.entity';
 import { MAX_REFRESH_GRACE_SECONDS, TOKEN_ENDPOINT_AUTH_METHODS, type TokenEndpointAuthMethod } from './client-metadata';
 import { ASSERTION_SIGNING_ALGS } from '../client-auth/client-jwks';
@@ -107,6 +108,14 @@ export class CreateClientDto extends ClientKeysDto {
   @OptionalField()
   @OneOf('token_endpoint_auth_method', TOKEN_ENDPOINT_AUTH_METHODS)
   token_endpoint_auth_method?: TokenEndpointAuthMethod;
+
+  @ApiPropertyOptional({
+    enum: ACR_VALUES,
+    description: 'the sign-in level every person it signs in must reach (a stronger one than acr_values asks for wins); none when omitted',
+  })
+  @OptionalField()
+  @OneOf('minimum_acr', ACR_VALUES)
+  minimum_acr?: Acr;
 }
 
 /**

@@ -91,6 +91,7 @@ export class AdminClientsController {
           resources: body.resources,
           postLogoutRedirectUris: body.post_logout_redirect_uris,
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,
+          minimumAcr: body.minimum_acr,
           ...keysOf(body),
         },
         by,

@@ -1,4 +1,5 @@
 import { allScopes, isScope } from '../../auth/scopes';
+import { ACR_VALUES, type Acr } from '../../auth/acr';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
 import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from '../client-auth/client-jwks';
 import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
@@ -27,6 +28,8 @@ export interface CreateClientInput {
   tokenEndpointAuthSigningAlg?: unknown;
   /** OpenID Connect RP-initiated logout: where the browser may go after signing out (none when omitted). */
   postLogoutRedirectUris?: string[];
+  /** The sign-in level every person it signs in must reach (`aal1`, `aal2`, `phr`); none when omitted. */
+  minimumAcr?: string;
 }
 
 /** The authentication methods a confidential client may be registered for. */
@@ -49,6 +52,8 @@ export interface ClientView {
   post_logout_redirect_uris: string[];
   public: boolean;
   trusted: boolean;
+  /** Only when it has one: the sign-in level every person it signs in must reach. */
+  minimum_acr?: Acr;
   /** Only for a `private_key_jwt` client: the method, its keys (or their URL) and its one algorithm, if it has one. */
   token_endpoint_auth_method?: 'private_key_jwt';
   jwks?: JwkSet;
@@ -287,4 +292,13 @@ export function isClientId(value: string): boolean {
  */
 export function choseOwnRedirectUris(client: Pick<Client, 'registrationTokenHash' | 'metadataDocument'>): boolean {
   return client.registrationTokenHash !== null || client.metadataDocument !== null;
+}
+
+/** A client's minimum sign-in level as given (`--minimum-acr`, `minimum_acr`): one of ACR_VALUES, or none. */
+export function checkedMinimumAcr(value: string | undefined): Acr | null {
+  if (value === undefined) return null;
+  if (!(ACR_VALUES as readonly string[]).includes(value)) {
+    throw new InvalidClientInputError(`--minimum-acr must be one of ${ACR_VALUES.join(', ')}, got "${value}"`);
+  }
+  return value as Acr;
 }

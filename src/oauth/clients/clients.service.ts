@@ -18,6 +18,7 @@ import {
   type UpdateClientInput,
   changedKeys,
   checkedGrace,
+  checkedMinimumAcr,
   checkedGrantTypes,
   checkedName,
   checkedPostLogoutRedirectUris,
@@ -102,6 +103,7 @@ export class ClientsService {
       trusted: Boolean(input.trusted),
       registrationTokenHash: input.registrationTokenHash ?? null,
       tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
+      minimumAcr: checkedMinimumAcr(input.minimumAcr),
       ...keys,
       createdAt: Date.now(),
     });
@@ -261,6 +263,7 @@ export class ClientsService {
       post_logout_redirect_uris: client.postLogoutRedirectUris,
       public: client.isPublic,
       trusted: client.trusted,
+      ...(client.minimumAcr ? { minimum_acr: client.minimumAcr } : {}),
       ...(client.tokenEndpointAuthMethod === 'private_key_jwt'
         ? {
             token_endpoint_auth_method: 'private_key_jwt' as const,

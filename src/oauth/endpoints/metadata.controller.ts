@@ -1,3 +1,4 @@
+import { ACR_VALUES } from '../../auth/acr';
 import { ApiProblems } from '../../common/openapi';
 import { Controller, Get, Header } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
@@ -19,6 +20,7 @@ const CLAIMS_SUPPORTED = [
   'iat',
   'auth_time',
   'amr',
+  'acr',
   'nonce',
   'sid',
   'at_hash',
@@ -83,6 +85,8 @@ export class MetadataController {
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
       claims_supported: CLAIMS_SUPPORTED,
+      // The levels acr_values may ask for (and ID and access tokens carry), weakest first: see auth/acr.ts.
+      acr_values_supported: [...ACR_VALUES],
       claim_types_supported: ['normal'],
       claims_parameter_supported: false,
       request_parameter_supported: false,

@@ -1,3 +1,4 @@
+import type { Acr } from '../../auth/acr';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
 import type { JwkSet } from '../client-auth/client-jwks';
@@ -120,4 +121,8 @@ export class Client {
    */
   @Column({ type: 'text', nullable: true })
   metadataDocument: string | null;
+
+  /** The sign-in level every person it signs in must reach (see auth/acr.ts); null: what its requests ask for. */
+  @Column({ type: 'varchar', length: 8, nullable: true, default: null })
+  minimumAcr: Acr | null;
 }

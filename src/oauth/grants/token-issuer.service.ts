@@ -1,3 +1,4 @@
+import { acrOf } from '../../auth/acr';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
@@ -49,7 +50,7 @@ export interface AccessTokenClaims {
   grantClientId?: string;
   /** Expiry (seconds since the epoch) when earlier than the usual lifetime's end: an exchanged token never outlives its subject token. */
   notAfter?: number;
-  /** RFC 9068 2.2.1: how the person signed in (RFC 8176), when the grant's login says. */
+  /** RFC 9068 2.2.1: how the person signed in (RFC 8176), when the grant's login says; `acr` follows from it. */
   amr?: string[];
 }
 
@@ -97,7 +98,7 @@ export class TokenIssuer {
         ...(claims.clientCredentials ? CLIENT_CREDENTIALS_CLAIM : {}),
         ...(claims.act ? { act: claims.act } : {}),
         ...(claims.grantClientId ? { gcid: claims.grantClientId } : {}),
-        ...(claims.amr ? { amr: claims.amr } : {}),
+        ...(claims.amr ? { amr: claims.amr, acr: acrOf(claims.amr) } : {}),
         iat,
         exp,
         jti,

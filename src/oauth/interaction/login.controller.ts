@@ -14,13 +14,15 @@ import { PasswordHasher } from '../../users/password-hasher';
 import { UsersService } from '../../users/users.service';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
 import { OAuthConfig } from '../oauth.config';
-import { OAuthPages, sendHtml } from './pages';
+import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { safeReturnTo } from './return-to';
 import { randomSecret, safeEqual } from '../../common/crypto/secrets';
 import { type AuthenticationMethods, SessionsService } from './sessions.service';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import type { LoginChallengeRow } from '../../mfa/second-factors.repository';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
+import { combinedAmr } from '../../mfa/authentication-methods';
+import { ACR_VALUES, type Acr } from '../../auth/acr';
 import { CHALLENGE_TTL_SECONDS, type PasskeySignIn, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
 import { problem, sendProblem } from '../../common/problem';
@@ -184,7 +186,7 @@ export class LoginController {
       return;
     }
     await this.endChallenge(res, waiting.secret);
-    await this.signIn(req, res, challenge.userId, challenge.returnTo, ['pwd', 'otp', 'mfa']);
+    await this.signIn(req, res, challenge.userId, challenge.returnTo, combinedAmr(challenge.priorAmr, ['pwd', 'otp', 'mfa']));
   }
 
   @Post('login/passkey/options')
@@ -263,7 +265,7 @@ export class LoginController {
         return;
       }
       await this.endChallenge(res, waiting.secret);
-      await this.signIn(req, res, result.userId, challenge.returnTo, result.amr);
+      await this.signIn(req, res, result.userId, challenge.returnTo, combinedAmr(challenge.priorAmr, result.amr));
       return;
     }
     const returnTo = safeReturnTo(body.return_to);
@@ -283,9 +285,36 @@ export class LoginController {
     this.metrics.loginFailed();
   }
 
-  /** A sign-in whose password matched, waiting for a second factor: its cookie (five minutes). */
-  private async startChallenge(res: Response, userId: string, returnTo: string): Promise<void> {
-    const challenge = await this.secondFactors.startChallenge(userId, returnTo);
+  @Get('login/step-up')
+  @ApiQuery({ name: 'return_to', required: false, schema: { type: 'string' }, description: 'a relative path on this server' })
+  @ApiQuery({ name: 'acr', required: false, schema: { type: 'string', enum: [...ACR_VALUES] }, description: 'the level to reach' })
+  @ApiHtml(200, "The signed-in person's stronger factor to give: a passkey, or (below phr) a code of their authenticator")
+  @ApiRedirect(302, 'No login session: to /login with the same return_to')
+  @ApiHtml(403, 'The person has no factor strong enough: a link to the sign-in security page')
+  async stepUp(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const returnTo = safeReturnTo(req.query.return_to);
+    const level = (ACR_VALUES as readonly unknown[]).includes(req.query.acr) ? (req.query.acr as Acr) : 'aal2';
+    const session = await this.sessions.current(sessionCookie.read(req));
+    if (!session) {
+      sendRedirect(res, 302, `/login?return_to=${encodeURIComponent(returnTo)}`);
+      return;
+    }
+    const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
+    const code = totp && level !== 'phr';
+    if (!code && !passkey) {
+      const what = level === 'phr' ? 'a passkey' : 'a passkey or an authenticator app';
+      const back = { href: '/account/security', label: 'Sign-in security' };
+      sendHtml(res, 403, this.pages.error('A stronger sign-in is needed', `This needs ${what}, and your account has none yet.`, back));
+      return;
+    }
+    // The session stays as it is until the factor is given; then it is renewed with both sets of methods.
+    await this.startChallenge(res, session.userId, returnTo, session.amr ?? 'pwd');
+    sendHtml(res, 200, this.pages.secondFactor({ csrf: this.csrfFor(req, res), totp: code, passkey }));
+  }
+
+  /** A sign-in whose password matched (or a session stepping up) waiting for a second factor: its cookie (five minutes). */
+  private async startChallenge(res: Response, userId: string, returnTo: string, priorAmr: string | null = null): Promise<void> {
+    const challenge = await this.secondFactors.startChallenge(userId, returnTo, priorAmr);
     setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
   }
 

@@ -1,3 +1,4 @@
+import { acrOf } from '../../auth/acr';
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
@@ -56,7 +57,7 @@ export class IdTokenIssuer {
         auth_time: Math.floor(login.authTime / 1000),
         ...(login.nonce ? { nonce: login.nonce } : {}),
         ...(login.sid ? { sid: login.sid } : {}),
-        ...(login.amr ? { amr: login.amr } : {}),
+        ...(login.amr ? { amr: login.amr, acr: acrOf(login.amr) } : {}),
         at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
         iat,
         exp: iat + this.config.accessTokenTtl,

@@ -139,6 +139,7 @@ function clientOf(metadata: ClientMetadata): Client {
     jwksUri: metadata.jwksUri ?? null,
     tokenEndpointAuthSigningAlg: metadata.signingAlg ?? null,
     trusted: false,
+    minimumAcr: null,
     createdAt: Date.now(),
     metadataDocument: document,
   };

@@ -10,6 +10,7 @@ interface ClientCreateOptions {
   redirectUri?: string[];
   public?: boolean;
   trusted?: boolean;
+  minimumAcr?: string;
   scope?: string;
   grant?: string[];
   refreshGrace?: number;
@@ -35,6 +36,7 @@ export class ClientCreateCommand extends ClientKeyOptions {
         redirectUris: options.redirectUri ?? [],
         isPublic: options.public,
         trusted: options.trusted,
+        minimumAcr: options.minimumAcr,
         scope: options.scope,
         grantTypes: options.grant,
         refreshGraceSeconds: options.refreshGrace,
@@ -69,6 +71,14 @@ export class ClientCreateCommand extends ClientKeyOptions {
   @Option({ flags: '--public', description: 'a public client (PKCE, no secret)' })
   public(): boolean {
     return true;
+  }
+
+  @Option({
+    flags: '--minimum-acr <level>',
+    description: 'the sign-in level every person it signs in must reach: aal1, aal2 (two factors) or phr (a passkey)',
+  })
+  minimumAcr(value: string): string {
+    return value;
   }
 
   @Option({ flags: '--trusted', description: 'skip the consent page' })

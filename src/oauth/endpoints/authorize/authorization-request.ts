@@ -1,3 +1,4 @@
+import { type Acr, requestedAcr, strongerAcr } from '../../../auth/acr';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { ClientsService } from '../../clients/clients.service';
@@ -40,6 +41,8 @@ const OIDC_SCOPES = new Set<string>([OidcScope.openid, OidcScope.profile, OidcSc
 export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
 export type Prompt = (typeof PROMPT_VALUES)[number];
 
+const ACR_VALUES_PARAM = /^[\x21-\x7E]+( [\x21-\x7E]+)*$/;
+
 /** The largest `max_age` taken (about 68 years, in seconds): anything larger means the same. */
 const MAX_AGE_LIMIT = 2 ** 31 - 1;
 
@@ -76,6 +79,11 @@ export type AuthorizationRequestResult =
        * prompt=none, `login_required`). Null when no hint was sent, or a stale one (signed by a key that has left).
        */
       hintedUser: string | null;
+      /**
+       * The sign-in level the code needs (`acr`, see auth/acr.ts): the weakest known value of `acr_values`, or
+       * the client's own minimum when that is stronger; null when neither asks for one.
+       */
+      acr: Acr | null;
       params: Record<string, string | undefined>;
     };
 
@@ -228,6 +236,11 @@ export class AuthorizationRequestValidator {
       maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
     }
     const loginHint = usableLoginHint(sent.login_hint) ?? null;
+    // acr_values: a preference list (Core 3.1.2.1); values this server does not know are passed over.
+    if (sent.acr_values !== undefined && !ACR_VALUES_PARAM.test(sent.acr_values)) {
+      return fail('invalid_request', 'acr_values must be space-separated printable ASCII values (at most 512 characters).');
+    }
+    const acr = strongerAcr(requestedAcr((sent.acr_values ?? '').split(' ')), client.minimumAcr);
 
     let hintedUser: string | null = null;
     if (sent.id_token_hint !== undefined) {
@@ -253,6 +266,7 @@ export class AuthorizationRequestValidator {
       maxAge,
       loginHint,
       hintedUser,
+      acr,
       params,
     };
   }

@@ -17,6 +17,9 @@ import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
 import { isLoopbackRedirectUri } from '../../clients/redirect-uris';
 import { safeEqual } from '../../../common/crypto/secrets';
 import { type CurrentSession, SessionsService } from '../../interaction/sessions.service';
+import { type Acr, acrOf, meetsAcr } from '../../../auth/acr';
+import { PasskeysService } from '../../../mfa/passkeys.service';
+import { SecondFactorsService } from '../../../mfa/second-factors.service';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
 
@@ -32,6 +35,8 @@ export class AuthorizeController {
     private readonly pages: OAuthPages,
     private readonly metadataDocuments: ClientMetadataDocuments,
     private readonly users: UsersService,
+    private readonly passkeys: PasskeysService,
+    private readonly secondFactors: SecondFactorsService,
   ) {}
 
   @Get()
@@ -65,7 +70,9 @@ export class AuthorizeController {
     const forceConsent = prompt.has('consent') || request.client.metadataDocument !== null;
     // A scope bound to a role needs the person's role: the path that reads the session first.
     const roleBound = hasRoleBoundScope(request.scope.split(' '));
-    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound) {
+    // A level above one factor (acr_values, or the client's own minimum) needs the session's methods: read first.
+    const leveled = request.acr !== null && request.acr !== 'aal1';
+    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound && !leveled) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
       if (code === undefined) this.loginNeeded(req, res, request);
@@ -77,6 +84,10 @@ export class AuthorizeController {
     // id_token_hint: the session must be the hinted person's (Core 3.1.2.1); another person's needs a login.
     if (!session || session.authTime < minAuthTime || (request.hintedUser !== null && session.userId !== request.hintedUser)) {
       this.loginNeeded(req, res, request);
+      return;
+    }
+    if (!levelMet(session, request.acr)) {
+      await this.stepUpNeeded(req, res, request, session, 302);
       return;
     }
     const granted = await this.withGrantableScope(request, session.userId);
@@ -163,6 +174,11 @@ export class AuthorizeController {
     }
     const validated = await this.validator.validate(params);
     if (this.answeredError(validated, res, 303) || validated.kind !== 'valid') return;
+    // The client's own minimum level holds here too (the form carries no acr_values: those were met before it).
+    if (!levelMet(session, validated.acr)) {
+      await this.stepUpNeeded(req, res, validated, session, 303);
+      return;
+    }
     // The form may have been changed: scopes bound to a role the person lacks are left out here too.
     const request = await this.withGrantableScope(validated, session.userId);
     if (!request) {
@@ -225,6 +241,36 @@ export class AuthorizeController {
   }
 
   /**
+   * The session's sign-in is weaker than the request's level: the person confirms it is them with a stronger
+   * factor (`/login/step-up`: a passkey, or for `aal2` a code of their authenticator) and comes back to this
+   * request, instead of signing in afresh. prompt=none: `interaction_required`; a person with no factor strong
+   * enough: `unmet_authentication_requirements` (OpenID Connect Unmet Authentication Requirements 1.0).
+   */
+  private async stepUpNeeded(
+    req: Request,
+    res: Response,
+    request: ValidRequest,
+    session: CurrentSession,
+    status: 302 | 303,
+  ): Promise<void> {
+    const level = request.acr!;
+    if (request.prompt.has('none')) {
+      this.interactionRequired(res, request, 'interaction_required', `The request needs a sign-in of level ${level}.`);
+      return;
+    }
+    const [passkey, totp] = await Promise.all([this.passkeys.has(session.userId), this.secondFactors.required(session.userId)]);
+    if (!passkey && !(totp && level !== 'phr')) {
+      const error = { error: 'unmet_authentication_requirements', error_description: `The user has no way to sign in at level ${level}.` };
+      sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { ...error, state: request.state }));
+      return;
+    }
+    // Back to this request as sent (GET /authorize), or to its start when the consent form was posted.
+    const sent = Object.entries(request.params).filter((entry): entry is [string, string] => entry[1] !== undefined);
+    const back = req.method === 'GET' ? req.originalUrl : `/authorize?${new URLSearchParams(sent).toString()}`;
+    sendRedirect(res, status, `/login/step-up?return_to=${encodeURIComponent(back)}&acr=${level}`);
+  }
+
+  /**
    * prompt=none and a page would be needed: the error goes back to the client (Core 3.1.2.6), except to a client
    * that registered itself or is known by its metadata document's URL, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
    * before the person has seen a page (RFC 9700 4.11.2).
@@ -281,4 +327,9 @@ export class AuthorizeController {
       nonce: request.nonce,
     };
   }
+}
+
+/** Whether the session's sign-in reaches `level` (none asked: any does); a session from before `amr` was kept: a password. */
+function levelMet(session: CurrentSession, level: Acr | null): boolean {
+  return level === null || meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), level);
 }
