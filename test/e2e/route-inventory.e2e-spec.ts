@@ -63,7 +63,7 @@ const PUBLIC_PATTERNS = [
   /^\/revoke$/,
   /^\/introspect$/,
   /^\/register(\/:clientId)?$/,
-  /^\/login(\/code|\/enrol|\/passkey(\/options)?)?$/,
+  /^\/login(\/code|\/enrol|\/step-up|\/passkey(\/options)?)?$/,
   /^\/logout$/,
   /^\/end-session(\/confirm)?$/,
   /^\/account\/apps(\/revoke)?$/,
@@ -117,6 +117,8 @@ const PROTOCOL_ROUTES = [
   'POST /login',
   'POST /login/code',
   'POST /login/enrol',
+  // Step-up: where /authorize sends a session weaker than the request's level (return_to and acr, as /login's query).
+  'GET /login/step-up',
   'POST /logout',
   // OpenID Connect RP-Initiated Logout: a protocol endpoint and its confirmation form.
   'GET /end-session',
