@@ -200,6 +200,49 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     expect(good.body.minimum_acr).toBe('phr');
   });
 
+  it('takes a passkey for a sign-in too old for max_age: the person confirms it is them, no password typed', async () => {
+    const view = await registerClient(t, { trusted: true });
+    const config = await relyingPartyOf(issuer, view);
+    const { user, browser } = await signedIn(t);
+    const authenticator = await addPasskey(browser);
+    const req = await request(config, { max_age: '0' });
+    const toReauth = await browser.get(req.path);
+    expect(toReauth.status).toBe(302);
+    const withoutMaxAge = req.path.replace(/&max_age=0/, '');
+    expect(toReauth.headers.location).toBe(`/login/step-up?return_to=${encodeURIComponent(withoutMaxAge)}&reauth=1`);
+    const page = await browser.get(toReauth.headers.location);
+    expectPage(page, 200);
+    expect(page.text).toContain('<h1>Confirm it is you</h1>');
+    const form = parseForms(page.text)[0];
+    expect(form.action).toBe('/login/passkey');
+    expect(form.hidden).toMatchObject({ step: 'reauth', return_to: withoutMaxAge });
+    // Another person's passkey does not confirm this one.
+    const other = await signedIn(t);
+    const stranger = await addPasskey(other.browser);
+    const options = async () => (await browser.postJson('/login/passkey/options', { csrf: form.hidden.csrf, step: 'reauth' })).body;
+    const refused = await browser.post('/login/passkey', {
+      ...form.hidden,
+      response: JSON.stringify(stranger.authenticate(await options(), { origin: issuer.origin })),
+    });
+    expectPage(refused, 401);
+    const before = Date.now();
+    const back = await browser.post('/login/passkey', {
+      ...form.hidden,
+      response: JSON.stringify(authenticator.authenticate(await options(), { origin: issuer.origin })),
+    });
+    expect(back.status).toBe(303);
+    expect(back.headers.location).toBe(withoutMaxAge);
+    const done = await browser.get(back.headers.location);
+    const tokens = await tokensFrom(config, done.headers.location, req);
+    const claims = tokens.claims()!;
+    expect(claims).toMatchObject({ sub: user.id, acr: 'phr', amr: ['hwk', 'user', 'mfa'] });
+    expect(claims.auth_time! * 1000).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    // Without a passkey, max_age still leads to the login form.
+    const plain = await signedIn(t);
+    const toLogin = await plain.browser.get((await request(config, { max_age: '0' })).path);
+    expect(toLogin.headers.location).toMatch(/^\/login\?return_to=/);
+  });
+
   it('passes over unknown acr_values, refuses malformed ones, and sends a step-up page without a session to the login form', async () => {
     const view = await registerClient(t, { trusted: true });
     const config = await relyingPartyOf(issuer, view);

@@ -286,7 +286,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(forged.body).toMatchObject({ status: 403, detail: 'The form has expired: load the sign-in page again.' });
     const step = await browser.postJson('/login/passkey/options', { csrf: form.csrf, step: 'register' });
     expect(step.status).toBe(400);
-    expect(step.body).toMatchObject({ status: 400, detail: 'step must be sign-in or second-factor.' });
+    expect(step.body).toMatchObject({ status: 400, detail: 'step must be sign-in, second-factor or reauth.' });
     // The second-factor step needs a sign-in whose password matched.
     const early = await browser.postJson('/login/passkey/options', { csrf: form.csrf, step: 'second-factor' });
     expect(early.status).toBe(401);

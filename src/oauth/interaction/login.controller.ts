@@ -194,14 +194,15 @@ export class LoginController {
     schema: {
       type: 'object',
       required: ['csrf', 'step'],
-      properties: { csrf: { type: 'string' }, step: { type: 'string', enum: ['sign-in', 'second-factor'] } },
+      properties: { csrf: { type: 'string' }, step: { type: 'string', enum: ['sign-in', 'second-factor', 'reauth'] } },
     },
   })
   @ApiOkResponse({
     description:
       'WebAuthn request options (PublicKeyCredentialRequestOptionsJSON) for navigator.credentials.get, user verification required; ' +
       'the webauthn_challenge cookie binds their challenge to this browser for five minutes. `sign-in`: any passkey the browser ' +
-      "offers; `second-factor`: the passkeys of the person whose password matched (the login_challenge cookie's sign-in)",
+      "offers; `second-factor`: the passkeys of the person whose password matched (the login_challenge cookie's sign-in); " +
+      '`reauth`: the passkeys of the signed-in person',
   })
   @ApiProblems(400, 401, 403, 429)
   @RateLimit('login')
@@ -213,7 +214,13 @@ export class LoginController {
       return;
     }
     let userId: string | undefined;
-    if (body.step === 'second-factor') {
+    if (body.step === 'reauth') {
+      userId = (await this.sessions.current(sessionCookie.read(req)))?.userId;
+      if (!userId) {
+        sendProblem(res, problem(401, 'This sign-in has expired: sign in again.', req.path));
+        return;
+      }
+    } else if (body.step === 'second-factor') {
       const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
       userId = secret ? (await this.secondFactors.peekChallenge(secret))?.userId : undefined;
       if (!userId) {
@@ -221,7 +228,7 @@ export class LoginController {
         return;
       }
     } else if (body.step !== 'sign-in') {
-      sendProblem(res, problem(400, 'step must be sign-in or second-factor.', req.path));
+      sendProblem(res, problem(400, 'step must be sign-in, second-factor or reauth.', req.path));
       return;
     }
     const { options, secret } = await this.passkeys.authenticationOptions(userId);
@@ -234,9 +241,9 @@ export class LoginController {
   @ApiPageForm(
     {
       response: { type: 'string', description: "the browser's answer (a PublicKeyCredential as JSON)" },
-      step: { type: 'string', enum: ['sign-in', 'second-factor'] },
+      step: { type: 'string', enum: ['sign-in', 'second-factor', 'reauth'] },
       csrf: { type: 'string' },
-      return_to: { type: 'string', description: 'sign-in: a relative path on this server (anything else goes to /)' },
+      return_to: { type: 'string', description: 'sign-in, reauth: a relative path on this server (anything else goes to /)' },
     },
     ['response', 'step', 'csrf'],
   )
@@ -269,6 +276,29 @@ export class LoginController {
       return;
     }
     const returnTo = safeReturnTo(body.return_to);
+    if (body.step === 'reauth') {
+      // A signed-in person confirming it is them (max_age): one of their own passkeys, a whole sign-in on its own.
+      const session = await this.sessions.current(sessionCookie.read(req));
+      if (!session) {
+        this.signInExpired(res);
+        return;
+      }
+      const result = await this.passkeys.authenticate(webauthnSecret, answer, 'second-factor', session.userId);
+      if (!result.ok) {
+        await this.passkeyRefused(req, result);
+        const view = { csrf: cookieToken, totp: false, passkey: true, reauthenticate: { returnTo }, error: PASSKEY_REFUSED };
+        sendHtml(res, 401, this.pages.secondFactor(view));
+        return;
+      }
+      await this.signIn(
+        req,
+        res,
+        result.userId,
+        returnTo,
+        result.amr.filter((method) => method !== 'pwd'),
+      );
+      return;
+    }
     const result = await this.passkeys.authenticate(webauthnSecret, answer, 'sign-in');
     if (!result.ok) {
       await this.passkeyRefused(req, result);
@@ -288,6 +318,12 @@ export class LoginController {
   @Get('login/step-up')
   @ApiQuery({ name: 'return_to', required: false, schema: { type: 'string' }, description: 'a relative path on this server' })
   @ApiQuery({ name: 'acr', required: false, schema: { type: 'string', enum: [...ACR_VALUES] }, description: 'the level to reach' })
+  @ApiQuery({
+    name: 'reauth',
+    required: false,
+    schema: { type: 'string', enum: ['1'] },
+    description: 'max_age: the sign-in is too old, and a passkey signs the person in again',
+  })
   @ApiHtml(200, "The signed-in person's stronger factor to give: a passkey, or (below phr) a code of their authenticator")
   @ApiRedirect(302, 'No login session: to /login with the same return_to')
   @ApiHtml(403, 'The person has no factor strong enough: a link to the sign-in security page')
@@ -300,6 +336,11 @@ export class LoginController {
       return;
     }
     const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
+    if (req.query.reauth === '1' && passkey) {
+      // max_age: the sign-in is too old, not too weak; a passkey signs the person in again on its own.
+      sendHtml(res, 200, this.pages.secondFactor({ csrf: this.csrfFor(req, res), totp: false, passkey, reauthenticate: { returnTo } }));
+      return;
+    }
     const code = totp && level !== 'phr';
     if (!code && !passkey) {
       const what = level === 'phr' ? 'a passkey' : 'a passkey or an authenticator app';

@@ -124,6 +124,11 @@ export interface SecondFactorPageView {
   csrf: string;
   totp: boolean;
   passkey: boolean;
+  /**
+   * A signed-in person whose sign-in is too old for the request (`max_age`) confirms it is them with a passkey (the
+   * form posts `step=reauth` and `return_to`), not a second factor after a password.
+   */
+  reauthenticate?: { returnTo: string };
   error?: string;
 }
 
@@ -199,7 +204,7 @@ ${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', op
    * asks `/login/passkey/options` (or the account page's) for a challenge, has the browser use a passkey, and posts
    * the answer as `response` with `csrf` (and `step`: `sign-in`, `second-factor` or `register`).
    */
-  protected passkeyForm(step: 'sign-in' | 'second-factor' | 'register', csrf: string, label: string, extra = ''): string {
+  protected passkeyForm(step: 'sign-in' | 'second-factor' | 'reauth' | 'register', csrf: string, label: string, extra = ''): string {
     const register = step === 'register';
     const action = register ? '/account/security/passkeys' : '/login/passkey';
     const options = register ? '/account/security/passkeys/options' : '/login/passkey/options';
@@ -309,11 +314,17 @@ ${hidden('csrf', opts.csrf)}
 <button type="submit">Continue</button>
 </form>`
       : '';
-    const passkey = opts.passkey ? `\n${this.passkeyForm('second-factor', opts.csrf, 'Use a passkey')}` : '';
+    const reauth = opts.reauthenticate;
+    const passkey = !opts.passkey
+      ? ''
+      : reauth
+        ? `\n${this.passkeyForm('reauth', opts.csrf, 'Use a passkey', hidden('return_to', reauth.returnTo))}`
+        : `\n${this.passkeyForm('second-factor', opts.csrf, 'Use a passkey')}`;
+    const title = reauth ? 'Confirm it is you' : opts.totp ? 'Enter your code' : 'Use your passkey';
     return this.document(
-      opts.totp ? 'Enter your code' : 'Use your passkey',
+      title,
       `<div class="card">
-<h1>${opts.totp ? 'Enter your code' : 'Use your passkey'}</h1><p class="lead">${lead}</p>
+<h1>${title}</h1><p class="lead">${reauth ? 'This needs a recent sign-in: confirm it is you with one of your passkeys.' : lead}</p>
 ${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
 ${codeForm}${passkey}</div>${opts.passkey ? PASSKEY_SCRIPTS : ''}`,
     );

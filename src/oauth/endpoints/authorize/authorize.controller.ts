@@ -60,7 +60,7 @@ export class AuthorizeController {
 
     const { prompt } = request;
     if (prompt.has('login') || prompt.has('select_account')) {
-      this.loginNeeded(req, res, request);
+      await this.loginNeeded(req, res, request);
       return;
     }
     // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
@@ -75,7 +75,7 @@ export class AuthorizeController {
     if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound && !leveled) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
-      if (code === undefined) this.loginNeeded(req, res, request);
+      if (code === undefined) await this.loginNeeded(req, res, request);
       else sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
       return;
     }
@@ -83,7 +83,7 @@ export class AuthorizeController {
     const session = await this.sessions.current(sessionCookie.read(req), request.client.id);
     // id_token_hint: the session must be the hinted person's (Core 3.1.2.1); another person's needs a login.
     if (!session || session.authTime < minAuthTime || (request.hintedUser !== null && session.userId !== request.hintedUser)) {
-      this.loginNeeded(req, res, request);
+      await this.loginNeeded(req, res, request);
       return;
     }
     if (!levelMet(session, request.acr)) {
@@ -230,12 +230,21 @@ export class AuthorizeController {
    * without `prompt=login` and `max_age` (the login it asked for has then happened); with prompt=none,
    * `login_required` instead.
    */
-  private loginNeeded(req: Request, res: Response, request: ValidRequest): void {
+  private async loginNeeded(req: Request, res: Response, request: ValidRequest): Promise<void> {
     if (request.prompt.has('none')) {
       this.interactionRequired(res, request, 'login_required', 'The user is not signed in, or not recently enough.');
       return;
     }
     const returnTo = returnToAfterLogin(req.originalUrl, request.prompt, request.maxAge);
+    // max_age: the person of a live session that is only too old confirms it is them with a passkey (a whole
+    // sign-in on its own) instead of signing in afresh.
+    if (request.maxAge !== null && !request.prompt.has('login') && !request.prompt.has('select_account')) {
+      const session = await this.sessions.current(sessionCookie.read(req));
+      if (session && (request.hintedUser === null || session.userId === request.hintedUser) && (await this.passkeys.has(session.userId))) {
+        sendRedirect(res, 302, `/login/step-up?return_to=${encodeURIComponent(returnTo)}&reauth=1`);
+        return;
+      }
+    }
     const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
     res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
   }
