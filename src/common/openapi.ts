@@ -87,7 +87,7 @@ const FORM = 'application/x-www-form-urlencoded';
 export function ApiOAuthEndpoint(options: {
   properties: Record<string, SchemaObject>;
   required?: string[];
-  ok: { description: string; schema?: SchemaObject };
+  ok: { description: string; schema?: SchemaObject; status?: number };
   /** The `error` codes its 400 answers may carry, when listed. */
   errorCodes?: string[];
   rateLimited?: boolean;
@@ -104,7 +104,7 @@ export function ApiOAuthEndpoint(options: {
     ApiConsumes(FORM),
     ApiBody({ required: true, schema: { type: 'object', required: options.required, properties: options.properties } }),
     ApiResponse({
-      status: 200,
+      status: options.ok.status ?? 200,
       description: options.ok.description,
       content: options.ok.schema ? { 'application/json': { schema: options.ok.schema } } : undefined,
     }),

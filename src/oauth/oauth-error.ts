@@ -6,7 +6,10 @@ export type OAuthErrorCode =
   | 'unsupported_grant_type'
   | 'invalid_scope'
   /** RFC 8707 2: a `resource` that is not a valid target for this client or grant. */
-  | 'invalid_target';
+  | 'invalid_target'
+  /** A pushed authorization request (RFC 9126 2.3) refused as /authorize would refuse it. */
+  | 'unsupported_response_type'
+  | 'request_not_supported';
 
 /**
  * RFC 6749 (4.1.2.1, 5.2): an error_description may only hold %x20-21 / %x23-5B / %x5D-7E. Descriptions can echo

@@ -1,6 +1,6 @@
 import { type Env, wholeSeconds } from '../config/env';
 
-/** The authorization server's lifetimes (seconds). */
+/** The authorization server's lifetimes (seconds) and its server-wide rules. */
 export class OAuthConfig {
   static readonly variables = [
     'REFRESH_TOKEN_TTL',
@@ -8,6 +8,7 @@ export class OAuthConfig {
     'SESSION_TTL',
     'ALLOW_HTTP_REDIRECT_URIS',
     'PRUNE_INTERVAL_SECONDS',
+    'REQUIRE_PUSHED_AUTHORIZATION_REQUESTS',
   ] as const;
   /** Absolute lifetime of a refresh-token family: rotation never extends it. */
   readonly refreshTokenTtl: number;
@@ -17,6 +18,8 @@ export class OAuthConfig {
   readonly allowHttpRedirectUris: boolean;
   /** How often one instance deletes what nothing can use any more (see RetentionService); 0: never. */
   readonly pruneIntervalSeconds: number;
+  /** `REQUIRE_PUSHED_AUTHORIZATION_REQUESTS=1`: every client pushes its authorization requests (RFC 9126, FAPI 2.0). */
+  readonly requirePushedRequests: boolean;
 
   constructor(env: Env) {
     this.refreshTokenTtl = wholeSeconds(env, 'REFRESH_TOKEN_TTL', 2_592_000);
@@ -24,5 +27,6 @@ export class OAuthConfig {
     this.sessionTtl = wholeSeconds(env, 'SESSION_TTL', 28_800);
     this.pruneIntervalSeconds = wholeSeconds(env, 'PRUNE_INTERVAL_SECONDS', 600, 0);
     this.allowHttpRedirectUris = env.ALLOW_HTTP_REDIRECT_URIS === '1' || env.ALLOW_HTTP_REDIRECT_URIS === 'true';
+    this.requirePushedRequests = env.REQUIRE_PUSHED_AUTHORIZATION_REQUESTS === '1' || env.REQUIRE_PUSHED_AUTHORIZATION_REQUESTS === 'true';
   }
 }

@@ -26,6 +26,9 @@ import { ConsentsRepository } from './interaction/consents.repository';
 import { ConsentService } from './interaction/consent.service';
 import { ConnectedAppsController } from './interaction/connected-apps.controller';
 import { AssetsController } from './interaction/assets.controller';
+import { PushedAuthorizationController } from './endpoints/par.controller';
+import { PushedRequestsService } from './par/pushed-requests.service';
+import { PushedRequestsRepository } from './par/pushed-requests.repository';
 import { AccountSecurityController } from './interaction/account-security.controller';
 import { GrantsRepository } from './grants/grants.repository';
 import { ConnectedAppsService } from './interaction/connected-apps.service';
@@ -108,6 +111,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ConnectedAppsController,
     AccountSecurityController,
     AssetsController,
+    PushedAuthorizationController,
     TokenController,
     RevocationController,
     IntrospectionController,
@@ -134,6 +138,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     ConnectedAppsService,
     GrantsRepository,
     AuthorizationRequestValidator,
+    PushedRequestsService,
+    PushedRequestsRepository,
     ResourceIndicators,
     TokenIssuer,
     IdTokenIssuer,

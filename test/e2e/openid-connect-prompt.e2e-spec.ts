@@ -327,22 +327,23 @@ describe('OpenID Connect prompt, max_age, login_hint and RP-initiated logout', (
       expect((await idTokenClaims(browser, config, { prompt: 'none', id_token_hint: stale })).claims.sub).toBe(user.id);
     });
 
-    it('refuses request and request_uri with request_not_supported and request_uri_not_supported', async () => {
+    it('refuses request with request_not_supported, and a request_uri this server did not hand out with an error page', async () => {
       const config = await relyingParty(await registerClient(t, { trusted: true }));
       const { browser } = await signedIn(t);
       for (const [params, error, description] of [
         [{ request: 'eyJhbGciOiJub25lIn0.e30.' }, 'request_not_supported', 'Request objects (request) are not supported.'],
-        [
-          { request_uri: 'https://client.example/request.jwt' },
-          'request_uri_not_supported',
-          'Request objects by reference (request_uri) are not supported.',
-        ],
       ] as const) {
         // Added to the request as sent: openid-client would make a request-object request of the whole of it.
         const request = await authorizationRequest(config);
         const res = await browser.get(`${request.path}&${new URLSearchParams(params)}`);
         expect(clientError(res)).toEqual({ error, error_description: description, state: request.state, iss: issuer.origin });
       }
+      // A request_uri names a pushed request (RFC 9126) only: any other is unknown, and nothing is redirected.
+      const request = await authorizationRequest(config);
+      const res = await browser.get(`${request.path}&${new URLSearchParams({ request_uri: 'https://client.example/request.jwt' })}`);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(res.text).toContain('The request_uri is unknown, expired, used already, or another client&#39;s.');
     });
 
     it('needs redirect_uri in an OpenID Connect request even from a client with one redirect URI (an error page, no redirect)', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
 import { RetentionService } from '../../src/oauth/retention.service';
 import { PasskeysService } from '../../src/mfa/passkeys.service';
+import { PushedRequestsService } from '../../src/oauth/par/pushed-requests.service';
 import { SecondFactorsService } from '../../src/mfa/second-factors.service';
 import { hashSecret } from '../../src/common/crypto/secrets';
 import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
@@ -22,6 +23,8 @@ const EXPIRE_CODES = sql`UPDATE authorization_codes SET expires_at = :at WHERE g
 const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id = :id`;
 const COUNT_CHALLENGES = sql`SELECT COUNT(*) AS n FROM login_challenges WHERE user_id = :id`;
 const EXPIRE_CHALLENGES = sql`UPDATE login_challenges SET expires_at = :at WHERE user_id = :id`;
+const COUNT_PUSHED = sql`SELECT COUNT(*) AS n FROM pushed_requests WHERE client_id = :id`;
+const EXPIRE_PUSHED = sql`UPDATE pushed_requests SET expires_at = :at WHERE client_id = :clientId AND params LIKE '%expired%'`;
 const COUNT_WEBAUTHN = sql`SELECT COUNT(*) AS n FROM webauthn_challenges WHERE user_id = :id`;
 const EXPIRE_WEBAUTHN = sql`UPDATE webauthn_challenges SET expires_at = :at WHERE user_id = :id`;
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
@@ -84,6 +87,9 @@ describe('the retention job', () => {
     const [waitedInVain, waiting] = [await t.createUser(), await t.createUser()];
     for (const person of [waitedInVain, waiting]) await t.app.get(SecondFactorsService).startChallenge(person.id, '/');
     await db.run(EXPIRE_CHALLENGES, { id: waitedInVain.id, at: now - 1_000 });
+    // Pushed authorization requests: one past its lifetime, one still live.
+    for (const state of ['expired', 'live']) await t.app.get(PushedRequestsService).push(client.client_id, { state });
+    await db.run(EXPIRE_PUSHED, { clientId: client.client_id, at: now - 1_000 });
     // Passkey challenges: one no browser answered in time, one still live.
     for (const person of [waitedInVain, waiting]) await t.app.get(PasskeysService).authenticationOptions(person.id);
     await db.run(EXPIRE_WEBAUTHN, { id: waitedInVain.id, at: now - 1_000 });
@@ -114,6 +120,7 @@ describe('the retention job', () => {
       sessions: 1,
       client_assertion_jtis: expiredJtis,
       login_challenges: 1,
+      pushed_requests: 1,
       webauthn_challenges: 1,
       revoked_grants: 1,
     });
@@ -134,6 +141,7 @@ describe('the retention job', () => {
     expect(await count(COUNT_JTIS, client.client_id)).toBe(1);
     expect(await count(COUNT_CHALLENGES, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_CHALLENGES, waiting.id)).toBe(1);
+    expect(await count(COUNT_PUSHED, client.client_id)).toBe(1);
     expect(await count(COUNT_WEBAUTHN, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_WEBAUTHN, waiting.id)).toBe(1);
 
@@ -159,6 +167,7 @@ describe('the retention job', () => {
       sessions: 0,
       client_assertion_jtis: 0,
       login_challenges: 0,
+      pushed_requests: 0,
       webauthn_challenges: 0,
       revoked_grants: 0,
     });

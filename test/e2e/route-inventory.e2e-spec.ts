@@ -60,6 +60,7 @@ interface Route {
 const PUBLIC_PATTERNS = [
   /^\/authorize(\/.*)?$/,
   /^\/token$/,
+  /^\/par$/,
   /^\/revoke$/,
   /^\/introspect$/,
   /^\/register(\/:clientId)?$/,
@@ -84,6 +85,7 @@ const REQUIRED_PUBLIC = [
   'GET /authorize',
   'POST /authorize/consent',
   'POST /token',
+  'POST /par',
   'POST /revoke',
   'POST /introspect',
   'GET /login',
@@ -111,6 +113,7 @@ const PROTOCOL_ROUTES = [
   'GET /authorize',
   'POST /authorize/consent',
   'POST /token',
+  'POST /par',
   'POST /revoke',
   'POST /introspect',
   'GET /login',

@@ -146,10 +146,11 @@ export function bearer(token: string): [string, string] {
 export async function createListeningTestApp(
   env: Record<string, string> = {},
   hostname = '127.0.0.1',
+  existingDb?: TestDatabase,
 ): Promise<TestApp & { origin: string }> {
   const port = await freePort();
   const origin = `http://${hostname}:${port}`;
-  const t = await createTestApp({ ...env, ISSUER: origin });
+  const t = await createTestApp({ ...env, ISSUER: origin }, existingDb);
   await t.app.listen(port, '127.0.0.1');
   return Object.assign(t, { origin });
 }

@@ -116,6 +116,11 @@ export class CreateClientDto extends ClientKeysDto {
   @OptionalField()
   @OneOf('minimum_acr', ACR_VALUES)
   minimum_acr?: Acr;
+
+  @ApiPropertyOptional({ example: false, default: false, description: 'RFC 9126: its authorization requests must be pushed to /par' })
+  @OptionalField()
+  @IsBoolean({ message: 'require_pushed_authorization_requests must be true or false' })
+  require_pushed_authorization_requests?: boolean;
 }
 
 /**

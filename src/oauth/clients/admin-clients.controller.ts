@@ -92,6 +92,7 @@ export class AdminClientsController {
           postLogoutRedirectUris: body.post_logout_redirect_uris,
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,
           minimumAcr: body.minimum_acr,
+          requirePushedRequests: body.require_pushed_authorization_requests,
           ...keysOf(body),
         },
         by,

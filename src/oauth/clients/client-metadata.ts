@@ -30,6 +30,8 @@ export interface CreateClientInput {
   postLogoutRedirectUris?: string[];
   /** The sign-in level every person it signs in must reach (`aal1`, `aal2`, `phr`); none when omitted. */
   minimumAcr?: string;
+  /** RFC 9126: its authorization requests must be pushed to /par. */
+  requirePushedRequests?: boolean;
 }
 
 /** The authentication methods a confidential client may be registered for. */
@@ -54,6 +56,8 @@ export interface ClientView {
   trusted: boolean;
   /** Only when it has one: the sign-in level every person it signs in must reach. */
   minimum_acr?: Acr;
+  /** Only when set: its authorization requests must be pushed (RFC 9126). */
+  require_pushed_authorization_requests?: true;
   /** Only for a `private_key_jwt` client: the method, its keys (or their URL) and its one algorithm, if it has one. */
   token_endpoint_auth_method?: 'private_key_jwt';
   jwks?: JwkSet;

@@ -104,6 +104,7 @@ export class ClientsService {
       registrationTokenHash: input.registrationTokenHash ?? null,
       tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
       minimumAcr: checkedMinimumAcr(input.minimumAcr),
+      requirePushedRequests: Boolean(input.requirePushedRequests),
       ...keys,
       createdAt: Date.now(),
     });
@@ -264,6 +265,7 @@ export class ClientsService {
       public: client.isPublic,
       trusted: client.trusted,
       ...(client.minimumAcr ? { minimum_acr: client.minimumAcr } : {}),
+      ...(client.requirePushedRequests ? { require_pushed_authorization_requests: true as const } : {}),
       ...(client.tokenEndpointAuthMethod === 'private_key_jwt'
         ? {
             token_endpoint_auth_method: 'private_key_jwt' as const,

@@ -1,3 +1,4 @@
+import { OAuthConfig } from '../oauth.config';
 import { ACR_VALUES } from '../../auth/acr';
 import { ApiProblems } from '../../common/openapi';
 import { Controller, Get, Header } from '@nestjs/common';
@@ -40,6 +41,7 @@ export class MetadataController {
     private readonly config: AppConfig,
     private readonly registration: RegistrationService,
     private readonly metadataDocuments: ClientMetadataConfig,
+    private readonly oauthConfig: OAuthConfig,
   ) {}
 
   @Get('oauth-authorization-server')
@@ -76,6 +78,9 @@ export class MetadataController {
       introspection_endpoint_auth_signing_alg_values_supported: [...ASSERTION_SIGNING_ALGS],
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
+      // RFC 9126 5.
+      pushed_authorization_request_endpoint: `${issuer}/par`,
+      require_pushed_authorization_requests: this.oauthConfig.requirePushedRequests,
       // draft-ietf-oauth-client-id-metadata-document: an https URL of the client's own metadata document as client_id.
       ...(this.metadataDocuments.enabled ? { client_id_metadata_document_supported: true } : {}),
       // OpenID Connect Discovery 1.0, section 3.

@@ -125,4 +125,8 @@ export class Client {
   /** The sign-in level every person it signs in must reach (see auth/acr.ts); null: what its requests ask for. */
   @Column({ type: 'varchar', length: 8, nullable: true, default: null })
   minimumAcr: Acr | null;
+
+  /** RFC 9126: its authorization requests must be pushed (`/par`) and sent to /authorize as a `request_uri`. */
+  @Column({ type: 'boolean', default: false })
+  requirePushedRequests: boolean;
 }

@@ -140,6 +140,7 @@ function clientOf(metadata: ClientMetadata): Client {
     tokenEndpointAuthSigningAlg: metadata.signingAlg ?? null,
     trusted: false,
     minimumAcr: null,
+    requirePushedRequests: false,
     createdAt: Date.now(),
     metadataDocument: document,
   };

@@ -11,6 +11,7 @@ interface ClientCreateOptions {
   public?: boolean;
   trusted?: boolean;
   minimumAcr?: string;
+  requirePar?: boolean;
   scope?: string;
   grant?: string[];
   refreshGrace?: number;
@@ -37,6 +38,7 @@ export class ClientCreateCommand extends ClientKeyOptions {
         isPublic: options.public,
         trusted: options.trusted,
         minimumAcr: options.minimumAcr,
+        requirePushedRequests: options.requirePar,
         scope: options.scope,
         grantTypes: options.grant,
         refreshGraceSeconds: options.refreshGrace,
@@ -79,6 +81,11 @@ export class ClientCreateCommand extends ClientKeyOptions {
   })
   minimumAcr(value: string): string {
     return value;
+  }
+
+  @Option({ flags: '--require-par', description: 'its authorization requests must be pushed to /par (RFC 9126)' })
+  requirePar(): boolean {
+    return true;
   }
 
   @Option({ flags: '--trusted', description: 'skip the consent page' })

@@ -1,3 +1,5 @@
+import { PushedRequestsService } from '../../par/pushed-requests.service';
+import { OAuthConfig } from '../../oauth.config';
 import { type Acr, requestedAcr, strongerAcr } from '../../../auth/acr';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
@@ -84,6 +86,11 @@ export type AuthorizationRequestResult =
        * the client's own minimum when that is stronger; null when neither asks for one.
        */
       acr: Acr | null;
+      /**
+       * A pushed request (RFC 9126), sent as `request_uri`: its stored row, used up by the answer. `params` are
+       * then `client_id` and `request_uri` only (what the consent form carries back).
+       */
+      pushed: { id: string; params: Record<string, string> } | null;
       params: Record<string, string | undefined>;
     };
 
@@ -107,9 +114,15 @@ export class AuthorizationRequestValidator {
     private readonly resources: ResourceIndicators,
     private readonly metadataDocuments: ClientMetadataDocuments,
     private readonly hints: IdTokenHints,
+    private readonly pushedRequests: PushedRequestsService,
+    private readonly oauthConfig: OAuthConfig,
   ) {}
 
-  async validate(raw: RawParams): Promise<AuthorizationRequestResult> {
+  /**
+   * `front`: a request at /authorize (or the consent form's echo of it), perhaps by `request_uri`; `push`: one
+   * posted to /par to be stored; `pushed`: the stored parameters a `request_uri` names.
+   */
+  async validate(raw: RawParams, mode: 'front' | 'push' | { pushed: string } = 'front'): Promise<AuthorizationRequestResult> {
     const clientId = single(raw.client_id);
     if (!clientId) return { kind: 'fatal', message: 'The request does not name a valid client (client_id).' };
     let client: Client | undefined;
@@ -124,6 +137,9 @@ export class AuthorizationRequestValidator {
       client = await this.clients.find(clientId);
     }
     if (!client) return { kind: 'fatal', message: 'The client (client_id) is not registered.' };
+
+    // RFC 9126 4: a request_uri stands for the pushed request, whose parameters alone count.
+    if (mode === 'front' && raw.request_uri !== undefined) return this.resolvePushed(raw.request_uri, client);
 
     const sentRedirect = single(raw.redirect_uri);
     if (sentRedirect === null) return { kind: 'fatal', message: 'redirect_uri was sent more than once.' };
@@ -211,8 +227,9 @@ export class AuthorizationRequestValidator {
     // Request objects (Core 6, RFC 9101) are not supported: refused with the errors Core 6.1 and 6.2 name, rather
     // than ignored, since the parameters they carry would otherwise silently not apply.
     if (raw.request !== undefined) return fail('request_not_supported', 'Request objects (request) are not supported.');
-    if (raw.request_uri !== undefined) {
-      return fail('request_uri_not_supported', 'Request objects by reference (request_uri) are not supported.');
+    if (raw.request_uri !== undefined) return fail('invalid_request', 'request_uri cannot be pushed.');
+    if (mode === 'front' && (client.requirePushedRequests || this.oauthConfig.requirePushedRequests)) {
+      return fail('invalid_request', 'This client must push its authorization requests to /par (RFC 9126) and send request_uri.');
     }
 
     const nonce = params.nonce;
@@ -267,8 +284,18 @@ export class AuthorizationRequestValidator {
       loginHint,
       hintedUser,
       acr,
+      pushed: null,
       params,
     };
+  }
+
+  /** The pushed request a `request_uri` names (live, unused, this client's), validated as it was sent to /par. */
+  private async resolvePushed(value: unknown, client: Client): Promise<AuthorizationRequestResult> {
+    const found = typeof value === 'string' ? await this.pushedRequests.resolve(value, client.id) : undefined;
+    if (!found) return { kind: 'fatal', message: "The request_uri is unknown, expired, used already, or another client's." };
+    const result = await this.validate({ ...found.params, client_id: client.id }, { pushed: found.id });
+    if (result.kind !== 'valid') return result;
+    return { ...result, pushed: found, params: { client_id: client.id, request_uri: value as string } };
   }
 
   /** The client's redirect URI with response parameters and `iss` (RFC 9207) added. */

@@ -20,6 +20,7 @@ import { type CurrentSession, SessionsService } from '../../interaction/sessions
 import { type Acr, acrOf, meetsAcr } from '../../../auth/acr';
 import { PasskeysService } from '../../../mfa/passkeys.service';
 import { SecondFactorsService } from '../../../mfa/second-factors.service';
+import { PushedRequestsService } from '../../par/pushed-requests.service';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
 
@@ -37,6 +38,7 @@ export class AuthorizeController {
     private readonly users: UsersService,
     private readonly passkeys: PasskeysService,
     private readonly secondFactors: SecondFactorsService,
+    private readonly pushedRequests: PushedRequestsService,
   ) {}
 
   @Get()
@@ -72,7 +74,8 @@ export class AuthorizeController {
     const roleBound = hasRoleBoundScope(request.scope.split(' '));
     // A level above one factor (acr_values, or the client's own minimum) needs the session's methods: read first.
     const leveled = request.acr !== null && request.acr !== 'aal1';
-    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound && !leveled) {
+    // A pushed request is used up with its code, by the path below.
+    if (request.client.trusted && !forceConsent && request.hintedUser === null && !roleBound && !leveled && request.pushed === null) {
       // No consent needed: the session is checked and the code written together (one statement on PostgreSQL).
       const code = await this.codeGrant.issueCodeInSession(sessionCookie.read(req), this.codeInput(request, req), minAuthTime);
       if (code === undefined) await this.loginNeeded(req, res, request);
@@ -193,6 +196,7 @@ export class AuthorizeController {
       return;
     }
     if (decision === 'deny') {
+      if (!(await this.usedUp(res, request))) return;
       await this.consents.deny(session.userId, request.client.id, request.scope, auditContextOf(req));
       sendRedirect(
         res,
@@ -236,6 +240,10 @@ export class AuthorizeController {
       return;
     }
     const returnTo = returnToAfterLogin(req.originalUrl, request.prompt, request.maxAge);
+    // A pushed request comes back by its request_uri: what the login settles leaves its stored parameters instead.
+    if (request.pushed && (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account'))) {
+      await this.pushedRequests.settle(request.pushed.id, settledParams(request.pushed.params, request.prompt));
+    }
     // max_age: the person of a live session that is only too old confirms it is them with a passkey (a whole
     // sign-in on its own) instead of signing in afresh.
     if (request.maxAge !== null && !request.prompt.has('login') && !request.prompt.has('select_account')) {
@@ -247,6 +255,20 @@ export class AuthorizeController {
     }
     const hint = request.loginHint === null ? '' : `&login_hint=${encodeURIComponent(request.loginHint)}`;
     res.redirect(302, `/login?return_to=${encodeURIComponent(returnTo)}${hint}`);
+  }
+
+  /**
+   * A pushed request yields one answer (RFC 9126 4: request_uri is single-use): it is used up here, on any
+   * instance; a second use gets an error page. True for a request that was not pushed.
+   */
+  private async usedUp(res: Response, request: ValidRequest): Promise<boolean> {
+    if (!request.pushed || (await this.pushedRequests.use(request.pushed.id))) return true;
+    sendHtml(
+      res,
+      400,
+      this.pages.error('Invalid authorization request', 'This authorization request was answered already, or it expired.'),
+    );
+    return false;
   }
 
   /**
@@ -320,6 +342,7 @@ export class AuthorizeController {
     session: CurrentSession,
     status: 302 | 303,
   ): Promise<void> {
+    if (!(await this.usedUp(res, request))) return;
     const { userId, authTime, sid, amr } = session;
     const code = await this.codeGrant.issueCode({ ...this.codeInput(request, req), userId, authTime, sid, amr });
     sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { code, state: request.state }));
@@ -341,4 +364,11 @@ export class AuthorizeController {
 /** Whether the session's sign-in reaches `level` (none asked: any does); a session from before `amr` was kept: a password. */
 function levelMet(session: CurrentSession, level: Acr | null): boolean {
   return level === null || meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), level);
+}
+
+/** A pushed request's parameters once the login it asked for happened: without `max_age` and `prompt=login`. */
+function settledParams(params: Record<string, string>, prompt: ReadonlySet<string>): Record<string, string> {
+  const { max_age: _maxAge, prompt: _prompt, ...rest } = params;
+  const kept = [...prompt].filter((p) => p !== 'login' && p !== 'select_account');
+  return kept.length ? { ...rest, prompt: kept.join(' ') } : rest;
 }
