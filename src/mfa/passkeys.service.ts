@@ -1,13 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import {
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
@@ -16,6 +12,14 @@ import { AppConfig } from '../config/app-config';
 import type { AuthenticationMethods } from './authentication-methods';
 import { MfaConfig } from './mfa.config';
 import { type ChallengePurpose, type PasskeyRow, PasskeysRepository } from './passkeys.repository';
+
+/**
+ * @simplewebauthn/server, loaded at the first passkey operation: with its ASN.1 and X.509 dependencies it adds about
+ * 25 MB to the process, which an instance whose people never use passkeys does not pay.
+ */
+const loadWebAuthn = () => import('@simplewebauthn/server');
+let webauthn: ReturnType<typeof loadWebAuthn> | undefined;
+const simpleWebAuthn = () => (webauthn ??= loadWebAuthn());
 
 /** How long a browser has to answer a challenge (the authenticator's prompt included). */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -75,6 +79,7 @@ export class PasskeysService {
   /** Options to create a passkey for the person (a discoverable one; their existing passkeys excluded). */
   async registrationOptions(userId: string, label: string): Promise<IssuedChallenge<PublicKeyCredentialCreationOptionsJSON>> {
     const existing = await this.passkeys.ofUser(userId);
+    const { generateRegistrationOptions } = await simpleWebAuthn();
     const options = await generateRegistrationOptions({
       rpName: this.rpId,
       rpID: this.rpId,
@@ -94,6 +99,7 @@ export class PasskeysService {
    */
   async authenticationOptions(userId?: string): Promise<IssuedChallenge<PublicKeyCredentialRequestOptionsJSON>> {
     const allowed = userId === undefined ? [] : await this.passkeys.ofUser(userId);
+    const { generateAuthenticationOptions } = await simpleWebAuthn();
     const options = await generateAuthenticationOptions({
       rpID: this.rpId,
       allowCredentials: allowed.map((p) => ({ id: p.id, transports: p.transports })),
@@ -118,6 +124,7 @@ export class PasskeysService {
     if (!taken || taken.purpose !== 'register' || taken.userId !== userId) return { ok: false, reason: 'no challenge' };
     const response = credentialOf<RegistrationResponseJSON>(answer, 'attestationObject');
     if (!response) return { ok: false, reason: 'unreadable answer' };
+    const { verifyRegistrationResponse } = await simpleWebAuthn();
     const verified = await verifyRegistrationResponse({
       response,
       expectedChallenge: taken.challenge,
@@ -167,6 +174,7 @@ export class PasskeysService {
     if ((userId !== undefined && passkey.userId !== userId) || (handle && handle !== userHandleOf(passkey.userId, 'base64url'))) {
       return { ok: false, reason: 'passkey of another person', userId: userId ?? passkey.userId };
     }
+    const { verifyAuthenticationResponse } = await simpleWebAuthn();
     const verified = await verifyAuthenticationResponse({
       response,
       expectedChallenge: taken.challenge,

@@ -58,14 +58,15 @@ const PASSKEY_FORMS = `(() => {
 @Public()
 @Controller('assets')
 export class AssetsController {
-  private readonly webauthn = webauthnBrowserBundle();
+  /** Read at its first request (most instances' pages are served without it). */
+  private webauthn: string | undefined;
 
   @Get('webauthn.js')
   @ApiProduces('text/javascript')
   @ApiProblems(400)
   @ApiOkResponse({ description: 'The browser part of SimpleWebAuthn (MIT), as published', content: { 'text/javascript': {} } })
   webauthnBundle(@Res() res: Response, @NoQueryParams() _query: unknown): void {
-    sendScript(res, this.webauthn);
+    sendScript(res, (this.webauthn ??= webauthnBrowserBundle()));
   }
 
   @Get('passkeys.js')
