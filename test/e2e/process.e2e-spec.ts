@@ -314,17 +314,19 @@ describe('the built service', () => {
       // account page stores them, written here directly).
       sqlite(
         `db.prepare("insert into totp_factors (user_id, secret, created_at, confirmed_at, last_step) values (?, 'JBSWY3DPEHPK3PXP', 1, 1, 0)").run(${userId});` +
-          `db.prepare("insert into recovery_codes (code_hash, user_id, created_at, used_at) values ('h1', ?, 1, null)").run(${userId});`,
+          `db.prepare("insert into recovery_codes (code_hash, user_id, created_at, used_at) values ('h1', ?, 1, null)").run(${userId});` +
+          `db.prepare("insert into passkeys (id, user_id, name, public_key, sign_count, transports, aaguid, device_type, backed_up, created_at) values ('cred1', ?, 'Phone', 'pk', 0, '', '00000000-0000-0000-0000-000000000000', 'multiDevice', 1, 1)").run(${userId});`,
       );
       const resetFactors = runToExit(env, [CLI, 'user:reset-factors', '--email', 'cli.user@example.com']);
       expect(resetFactors.status).toBe(0);
-      expect(JSON.parse(resetFactors.output)).toEqual({ user_id: page.data[0].id, removed: ['totp', 'recovery_codes'] });
+      expect(JSON.parse(resetFactors.output)).toEqual({ user_id: page.data[0].id, removed: ['totp', 'recovery_codes', 'passkeys'] });
       const left = sqlite(
         `process.stdout.write(JSON.stringify([db.prepare('select count(*) n from totp_factors where user_id=?').get(${userId}).n,` +
           `db.prepare('select count(*) n from recovery_codes where user_id=?').get(${userId}).n,` +
+          `db.prepare('select count(*) n from passkeys where user_id=?').get(${userId}).n,` +
           `db.prepare("select actor from audit_events where type='factor.removed' and user_id=?").all(${userId}).map(r=>r.actor)]))`,
       );
-      expect(JSON.parse(left.output)).toEqual([0, 0, ['system']]);
+      expect(JSON.parse(left.output)).toEqual([0, 0, 0, ['system', 'system']]);
       const nothing = runToExit(env, [CLI, 'user:reset-factors', '--email', 'cli.user@example.com']);
       expect(JSON.parse(nothing.output)).toEqual({ user_id: page.data[0].id, removed: [] });
       const nobody = runToExit(env, [CLI, 'user:reset-factors', '--email', 'nobody@example.com']);
