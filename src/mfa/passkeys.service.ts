@@ -24,6 +24,8 @@ const simpleWebAuthn = () => (webauthn ??= loadWebAuthn());
 /** How long a browser has to answer a challenge (the authenticator's prompt included). */
 const CHALLENGE_TTL_MS = 5 * 60_000;
 export const CHALLENGE_TTL_SECONDS = CHALLENGE_TTL_MS / 1000;
+/** 1,023 bytes (WebAuthn's limit of a credential id) in base64url. */
+const MAX_CREDENTIAL_ID_CHARS = 1364;
 /** The longest name a person gives a passkey. */
 export const PASSKEY_NAME_MAX = 64;
 
@@ -134,13 +136,18 @@ export class PasskeysService {
     }).catch(() => undefined);
     if (!verified?.verified) return { ok: false, reason: 'not verified' };
     const info = verified.registrationInfo;
+    // WebAuthn caps a credential id at 1,023 bytes; the library reads up to 65,535.
+    if (info.credential.id.length > MAX_CREDENTIAL_ID_CHARS) return { ok: false, reason: 'unreadable answer' };
     const passkey = {
       id: info.credential.id,
       userId,
       name: name || 'Passkey',
       publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
       signCount: info.credential.counter,
-      transports: (info.credential.transports ?? []).filter((t) => /^[a-z-]{1,20}$/.test(t)).slice(0, 8),
+      // As the browser sent them (the library passes them on unchecked): known-looking names only.
+      transports: (Array.isArray(info.credential.transports) ? (info.credential.transports as unknown[]) : [])
+        .filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,20}$/.test(t))
+        .slice(0, 8),
       aaguid: info.aaguid,
       deviceType: info.credentialDeviceType,
       backedUp: info.credentialBackedUp,

@@ -136,12 +136,12 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     const config = await relyingPartyOf(issuer, view);
     const { user, browser } = await signedIn(t);
     const totp = await addAuthenticator(browser);
-    const authenticator = await addPasskey(browser);
-    // Signed in again with password and code: aal2.
+    // Signed in again with password and code: aal2, which adding a passkey now takes.
     const fresh = new Browser(t);
     const codeStep = await login(fresh, user.email);
     expect(codeStep.status).toBe(200);
     expect((await fresh.submit(codeStep, { code: totp.generate({ timestamp: Date.now() + 30_000 }) })).status).toBe(303);
+    const authenticator = await addPasskey(fresh);
 
     const req = await request(config, { acr_values: 'phr' });
     const toStepUp = await fresh.get(req.path);
@@ -241,6 +241,33 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     const plain = await signedIn(t);
     const toLogin = await plain.browser.get((await request(config, { max_age: '0' })).path);
     expect(toLogin.headers.location).toMatch(/^\/login\?return_to=/);
+  });
+
+  it('ends a step-up with the session it strengthens: after a logout, the factor alone signs no one in', async () => {
+    const view = await registerClient(t, { trusted: true });
+    const config = await relyingPartyOf(issuer, view);
+    const { browser } = await signedIn(t);
+    const totp = await addAuthenticator(browser);
+    const req = await request(config, { acr_values: 'aal2' });
+    const page = await browser.get((await browser.get(req.path)).headers.location);
+    expectPage(page, 200);
+    // The person walks away and signs out; the next one at the computer has the code form and the cookie.
+    const signOut = await browser.post('/logout', {});
+    expect(signOut.status).toBe(303);
+    expect(browser.cookies.has('oauth_session')).toBe(false);
+    const attempt = await browser.submit(page, { code: totp.generate({ timestamp: Date.now() + 30_000 }) });
+    expectPage(attempt, 401);
+    expect(browser.cookies.has('oauth_session')).toBe(false);
+  });
+
+  it('shows, not redirects, unmet_authentication_requirements to a client that chose its own redirect URIs', async () => {
+    // A client that registered itself (RFC 7591): its redirect URI is anyone's choice.
+    const registered = await registerClient(t, { registrationTokenHash: 'a'.repeat(64), isPublic: true });
+    const { browser } = await signedIn(t);
+    const path = `/authorize?response_type=code&client_id=${encodeURIComponent(registered.client_id)}&redirect_uri=${encodeURIComponent(REDIRECT_URI)}&scope=users:read&state=s&code_challenge=${'x'.repeat(43)}&code_challenge_method=S256&acr_values=phr`;
+    const res = await browser.get(path);
+    expectPage(res, 400);
+    expect(res.text).toContain('unmet_authentication_requirements: The user has no way to sign in at level phr.');
   });
 
   it('passes over unknown acr_values, refuses malformed ones, and sends a step-up page without a session to the login form', async () => {

@@ -85,6 +85,19 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
   const postAnswer = (browser: Browser, form: Record<string, string>, answer: CredentialJson | string) =>
     browser.post('/login/passkey', { ...form, response: typeof answer === 'string' ? answer : JSON.stringify(answer) });
 
+  const CONFIRM_FIRST = 'To change how you sign in, first confirm it is you with your authenticator or a passkey.';
+
+  /** The step-up the account page links to: the person confirms it is them with their passkey (session aal2 or more). */
+  async function confirmIt(browser: Browser, authenticator: SoftAuthenticator) {
+    const page = await browser.get('/login/step-up?return_to=%2Faccount%2Fsecurity&acr=aal2');
+    expectPage(page, 200);
+    const form = formOf(page, '/login/passkey');
+    const options = await browser.postJson('/login/passkey/options', { csrf: form.csrf, step: 'second-factor' });
+    const res = await postAnswer(browser, form, authenticator.authenticate(options.body, { origin }));
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe(PAGE);
+  }
+
   it('hands out creation options for a discoverable passkey with user verification, the challenge bound to the browser', async () => {
     const { user, browser } = await signedIn(a);
     const page = await browser.get(PAGE);
@@ -129,13 +142,24 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     }[];
     expect(row).toMatchObject({ id: authenticator.id, device_type: 'singleDevice' });
     expect(Number(row.sign_count)).toBe(0);
-    // The creation options of a second passkey name the first, so the same authenticator is not registered twice.
+    // The session is a password one and the person now has a passkey: whoever holds the cookie must show it first.
     const form = formOf(page, '/account/security/passkeys');
-    const options = await browser.postJson('/account/security/passkeys/options', { csrf: form.csrf });
+    expect(page.text).toContain('<a href="/login/step-up?return_to=%2Faccount%2Fsecurity&amp;acr=aal2">Confirm it is you</a>');
+    const refused = await browser.postJson('/account/security/passkeys/options', { csrf: form.csrf });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ status: 403, detail: CONFIRM_FIRST });
+    const refusedAdd = await browser.post('/account/security/passkeys', { ...form, response: '{}' });
+    expectPage(refusedAdd, 403);
+    expect(refusedAdd.text).toContain(CONFIRM_FIRST);
+    await confirmIt(browser, authenticator);
+    // The creation options of a second passkey name the first, so the same authenticator is not registered twice.
+    // (The renewed session has a new CSRF token: the page again.)
+    const renewed = formOf(await browser.get(PAGE), '/account/security/passkeys');
+    const options = await browser.postJson('/account/security/passkeys/options', { csrf: renewed.csrf });
     expect(options.body.excludeCredentials).toEqual([{ id: authenticator.id, type: 'public-key', transports: ['internal'] }]);
     const synced = new SoftAuthenticator();
     const second = await browser.post('/account/security/passkeys', {
-      ...form,
+      ...renewed,
       name: '',
       response: JSON.stringify(synced.register(options.body, { origin, synced: true })),
     });
@@ -152,6 +176,25 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
       expectPage(refused, 400);
       expect(refused.text).toContain('The passkey could not be added. Try again.');
     }
+    // What the browser adds unchecked by the library: transports that are not a list, a credential id past
+    // WebAuthn's 1,023 bytes. A 400, never a 500.
+    for (const [authenticator, tamper] of [
+      [new SoftAuthenticator(1100), () => undefined],
+      [new SoftAuthenticator(), (answer: CredentialJson) => Object.assign(answer.response, { transports: 'usb' })],
+    ] as const) {
+      const page = await browser.get(PAGE);
+      const form = formOf(page, '/account/security/passkeys');
+      const options = await browser.postJson('/account/security/passkeys/options', { csrf: form.csrf });
+      const answer = authenticator.register(options.body, { origin });
+      tamper(answer);
+      const res = await browser.post('/account/security/passkeys', { ...form, response: JSON.stringify(answer) });
+      if (authenticator.credentialId.length > 1023) expectPage(res, 400);
+      else expect(res.status).toBe(303);
+    }
+    expect((await a.app.get(DataSource).query(`SELECT transports FROM passkeys WHERE user_id = '${user.id}'`)) as unknown[]).toEqual([
+      { transports: '' },
+    ]);
+    await a.app.get(DataSource).query(`DELETE FROM passkeys WHERE user_id = '${user.id}'`);
     // The same answer again: its challenge was taken by the first post.
     const authenticator = new SoftAuthenticator();
     const page = await browser.get(PAGE);
@@ -159,7 +202,10 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     const options = await browser.postJson('/account/security/passkeys/options', { csrf: form.csrf });
     const answer = JSON.stringify(authenticator.register(options.body, { origin }));
     expect((await browser.post('/account/security/passkeys', { ...form, response: answer })).status).toBe(303);
-    expectPage(await browser.post('/account/security/passkeys', { ...form, response: answer }), 400);
+    // Replayed by a session that showed the passkey (else it is refused before the answer is read).
+    await confirmIt(browser, authenticator);
+    const renewed = formOf(await browser.get(PAGE), '/account/security/passkeys');
+    expectPage(await browser.post('/account/security/passkeys', { ...renewed, response: answer }), 400);
     expect((await a.app.get(DataSource).query(`SELECT id FROM passkeys WHERE user_id = '${user.id}'`)) as unknown[]).toHaveLength(1);
   });
 
@@ -349,17 +395,29 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(renamed.status).toBe(303);
     expect((await browser.get(PAGE)).text).toContain('<h3>Phone</h3>');
     expectPage(await browser.post('/account/security/passkeys/rename', { ...rename, name: 'a\u0007b' }), 400);
+    expectPage(await browser.post('/account/security/passkeys/rename', { ...rename, id: 'a\u0000b', name: 'Nul' }), 404);
+    // Removing takes a session that showed a factor: this one is a password one.
+    expectPage(await browser.post('/account/security/passkeys/remove', formOf(page, '/account/security/passkeys/remove')), 403);
+    await confirmIt(browser, authenticator);
+    const confirmed = await browser.get(PAGE);
 
     const other = await registered();
     const otherRemove = formOf(await other.browser.get(PAGE), '/account/security/passkeys/remove');
     const notMine = await browser.post('/account/security/passkeys/remove', {
-      ...formOf(page, '/account/security/passkeys/remove'),
+      ...formOf(confirmed, '/account/security/passkeys/remove'),
       id: otherRemove.id,
     });
     expectPage(notMine, 404);
-    expectPage(await browser.post('/account/security/passkeys/rename', { ...rename, id: otherRemove.id, name: 'Mine now' }), 404);
+    expectPage(
+      await browser.post('/account/security/passkeys/rename', {
+        ...formOf(confirmed, '/account/security/passkeys/rename'),
+        id: otherRemove.id,
+        name: 'Mine now',
+      }),
+      404,
+    );
 
-    const removed = await browser.post('/account/security/passkeys/remove', formOf(page, '/account/security/passkeys/remove'));
+    const removed = await browser.post('/account/security/passkeys/remove', formOf(confirmed, '/account/security/passkeys/remove'));
     expect(removed.status).toBe(303);
     expect((await browser.get(PAGE)).text).not.toContain('<h3>Phone</h3>');
     expect((await events('factor.removed', user.id)).map((e) => e.details)).toEqual([{ factor: 'passkey', passkey: 'Phone' }]);

@@ -43,7 +43,8 @@ export class SoftAuthenticator {
   userHandle = '';
   signCount = 0;
 
-  constructor() {
+  /** `idBytes`: the credential id's length (authenticators use 16 to 64; WebAuthn caps it at 1,023). */
+  constructor(idBytes = 32) {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     this.privateKey = privateKey;
     const jwk = publicKey.export({ format: 'jwk' });
@@ -57,7 +58,7 @@ export class SoftAuthenticator {
         [-3, Buffer.from(jwk.y!, 'base64url')],
       ]),
     );
-    this.credentialId = randomBytes(32);
+    this.credentialId = randomBytes(idBytes);
   }
 
   get id(): string {

@@ -10,6 +10,7 @@ import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { CHALLENGE_TTL_SECONDS, PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
+import { acrOf, meetsAcr } from '../../auth/acr';
 import { problem, sendProblem } from '../../common/problem';
 import { CONTROL_CHARACTER } from '../../common/text';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
@@ -20,6 +21,12 @@ import { type CurrentSession, SessionsService } from './sessions.service';
 
 export const ACCOUNT_SECURITY_PATH = '/account/security';
 const BACK = { href: ACCOUNT_SECURITY_PATH, label: 'Back to sign-in security' };
+/** Where a password-only session of a person with a factor confirms it is them before changing their factors. */
+const STEP_UP_HREF = `/login/step-up?return_to=${encodeURIComponent(ACCOUNT_SECURITY_PATH)}&acr=aal2`;
+const AUTHENTICATOR_ACTIVE = 'An authenticator is set up already: remove it first to set up another.';
+const CONFIRM_FIRST = 'To change how you sign in, first confirm it is you with your authenticator or a passkey.';
+/** A credential id as stored (base64url); anything else names no passkey. */
+const CREDENTIAL_ID = /^[A-Za-z0-9_-]{1,1400}$/;
 
 /**
  * The account's sign-in security page: a signed-in person sets up an authenticator app (TOTP), confirms it with a
@@ -55,16 +62,21 @@ export class AccountSecurityController {
   @Post('totp')
   @ApiPageForm({ csrf: { type: 'string' } }, ['csrf'])
   @ApiHtml(200, 'A new authenticator to scan (QR code and key), with the form for its first code')
-  @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(403, 'No login session, a CSRF token that does not match it, or a password-only session of a person with a factor')
   @ApiHtml(409, 'An authenticator is set up already')
   @ApiPageFormErrors('A query parameter')
   async begin(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
+    if ((await this.secondFactors.status(session.userId)).totp === 'active') {
+      await this.render(res, 409, session, { error: AUTHENTICATOR_ACTIVE });
+      return;
+    }
+    if (await this.confirmFirst(res, session)) return;
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
     const enrolment = await this.secondFactors.beginTotp(session.userId, label, new URL(this.config.issuer).host);
     if (!enrolment) {
-      await this.render(res, 409, session, { error: 'An authenticator is set up already: remove it first to set up another.' });
+      await this.render(res, 409, session, { error: AUTHENTICATOR_ACTIVE });
       return;
     }
     await this.render(res, 200, session, { enrolment: { qrSvg: enrolment.qrSvg, secret: enrolment.secret } });
@@ -134,6 +146,10 @@ export class AccountSecurityController {
       sendProblem(res, problem(403, 'No login session, or the form has expired: load the page again.', req.path));
       return;
     }
+    if (await this.weakerThanFactors(session)) {
+      sendProblem(res, problem(403, CONFIRM_FIRST, req.path));
+      return;
+    }
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
     const { options, secret } = await this.passkeys.registrationOptions(session.userId, label);
     setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, { maxAgeSeconds: CHALLENGE_TTL_SECONDS, secure: this.config.secureCookies });
@@ -157,6 +173,7 @@ export class AccountSecurityController {
   async addPasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
+    if (await this.confirmFirst(res, session)) return;
     const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
     clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
     const name = nameOf(req);
@@ -202,7 +219,8 @@ export class AccountSecurityController {
       await this.render(res, 400, session, { error: `A name has 1 to ${PASSKEY_NAME_MAX} characters, without control characters.` });
       return;
     }
-    if (!(await this.passkeys.rename(session.userId, fieldOf(req, 'id', 1400), name))) {
+    const id = fieldOf(req, 'id', 1400);
+    if (!CREDENTIAL_ID.test(id) || !(await this.passkeys.rename(session.userId, id, name))) {
       await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
       return;
     }
@@ -219,6 +237,7 @@ export class AccountSecurityController {
   async removePasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
+    if (await this.confirmFirst(res, session)) return;
     const userId = session.userId;
     const last = (await this.passkeys.countOf(userId)) <= 1 && !(await this.secondFactors.required(userId));
     if (last && (await this.policyNeedsFactor(userId))) {
@@ -230,6 +249,24 @@ export class AccountSecurityController {
       return;
     }
     sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
+  }
+
+  /**
+   * Whether the session is a password-only one (aal1) of a person who has a second factor or a passkey: whoever
+   * holds such a cookie has not shown that factor, so may not add another (a way in without the password) or take
+   * one away; the person confirms it is them first (step-up).
+   */
+  private async weakerThanFactors(session: CurrentSession): Promise<boolean> {
+    if (meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), 'aal2')) return false;
+    const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
+    return totp || passkey;
+  }
+
+  /** {@link weakerThanFactors}: answers 403 with the way to confirm it is them, and returns true. */
+  private async confirmFirst(res: Response, session: CurrentSession): Promise<boolean> {
+    if (!(await this.weakerThanFactors(session))) return false;
+    await this.render(res, 403, session, { error: CONFIRM_FIRST, confirmFirst: STEP_UP_HREF });
+    return true;
   }
 
   /** Whether the person's role needs a second factor (MFA_REQUIRED_ROLES). */
@@ -256,7 +293,9 @@ export class AccountSecurityController {
     extra: Partial<AccountSecurityPageView> = {},
   ): Promise<void> {
     const [state, passkeys] = await Promise.all([this.secondFactors.status(session.userId), this.passkeys.list(session.userId)]);
-    sendHtml(res, status, this.pages.accountSecurity({ csrf: session.csrfToken, ...state, passkeys, ...extra }));
+    const weak = !meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), 'aal2') && (state.totp === 'active' || passkeys.length > 0);
+    const view = { csrf: session.csrfToken, ...state, passkeys, ...(weak ? { confirmFirst: STEP_UP_HREF } : {}), ...extra };
+    sendHtml(res, status, this.pages.accountSecurity(view));
   }
 }
 

@@ -372,7 +372,12 @@ export class LoginController {
     if (!form) return undefined;
     const secret = readCookie(req, LOGIN_CHALLENGE_COOKIE);
     const challenge = secret ? await this.secondFactors.tryChallenge(secret) : undefined;
-    if (!secret || !challenge) {
+    // A step-up strengthens a live session of the same person: after a logout, its factor alone signs no one in.
+    const stepUpOrphaned =
+      challenge !== undefined &&
+      challenge.priorAmr !== null &&
+      (await this.sessions.current(sessionCookie.read(req)))?.userId !== challenge.userId;
+    if (!secret || !challenge || stepUpOrphaned) {
       this.signInExpired(res);
       return undefined;
     }

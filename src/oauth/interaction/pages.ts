@@ -161,6 +161,11 @@ export interface AccountSecurityPageView {
   /** Right after the authenticator is confirmed: the recovery codes, shown this once. */
   recoveryCodes?: string[];
   passkeys: PasskeyItemView[];
+  /**
+   * A password-only session of a person who has a factor: the link to confirm it is them (step-up), which adding
+   * or removing a factor needs first.
+   */
+  confirmFirst?: string;
   error?: string;
 }
 
@@ -355,7 +360,7 @@ ${codeForm}${passkey}</div>${opts.passkey ? PASSKEY_SCRIPTS : ''}`,
       'Sign-in security',
       `<div class="card">
 <h1>Sign-in security</h1>
-${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${body}
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${opts.confirmFirst ? `<p class="lead"><a href="${escapeHtml(opts.confirmFirst)}">Confirm it is you</a> to add or remove a passkey or an authenticator.</p>\n` : ''}${body}
 </div>
 ${opts.recoveryCodes || opts.enrolment ? '' : this.passkeyList(opts.passkeys, opts.csrf)}`,
     );

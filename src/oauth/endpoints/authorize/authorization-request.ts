@@ -28,6 +28,8 @@ export const AUTHORIZE_PARAMS = [
   'code_challenge_method',
   'resource',
   'nonce',
+  // The level the request asks for holds at the consent form's post too.
+  'acr_values',
 ] as const;
 
 /** The longest `nonce` stored with a code (OpenID Connect sets no limit; a client needs far less than this). */
@@ -254,7 +256,7 @@ export class AuthorizationRequestValidator {
     }
     const loginHint = usableLoginHint(sent.login_hint) ?? null;
     // acr_values: a preference list (Core 3.1.2.1); values this server does not know are passed over.
-    if (sent.acr_values !== undefined && !ACR_VALUES_PARAM.test(sent.acr_values)) {
+    if (sent.acr_values !== undefined && (sent.acr_values.length > 512 || !ACR_VALUES_PARAM.test(sent.acr_values))) {
       return fail('invalid_request', 'acr_values must be space-separated printable ASCII values (at most 512 characters).');
     }
     const acr = strongerAcr(requestedAcr((sent.acr_values ?? '').split(' ')), client.minimumAcr);

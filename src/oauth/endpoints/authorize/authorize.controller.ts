@@ -291,8 +291,8 @@ export class AuthorizeController {
     }
     const [passkey, totp] = await Promise.all([this.passkeys.has(session.userId), this.secondFactors.required(session.userId)]);
     if (!passkey && !(totp && level !== 'phr')) {
-      const error = { error: 'unmet_authentication_requirements', error_description: `The user has no way to sign in at level ${level}.` };
-      sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { ...error, state: request.state }));
+      // As any answer before a page: shown, not redirected, to a client that chose its own redirect URIs.
+      this.interactionRequired(res, request, 'unmet_authentication_requirements', `The user has no way to sign in at level ${level}.`);
       return;
     }
     // Back to this request as sent (GET /authorize), or to its start when the consent form was posted.
