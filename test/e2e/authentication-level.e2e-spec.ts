@@ -4,7 +4,7 @@ import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { Browser, NO_RATE_LIMITS, PAGE_CSP, REDIRECT_URI, decodeJwt, login, parseForms, registerClient, signedIn } from '../support/oauth';
-import { relyingPartyOf } from '../support/openid';
+import { authorizationRequest, relyingPartyOf } from '../support/openid';
 import { SoftAuthenticator } from '../support/passkey-authenticator';
 import { type TestApp, createListeningTestApp } from '../support/test-app';
 
@@ -48,22 +48,9 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     return authenticator;
   }
 
-  /** An authorization request as openid-client builds it, and what it keeps to check the answer. */
-  async function request(config: client.Configuration, params: Record<string, string> = {}) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid users:read users:write',
-      state,
-      nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...params,
-    });
-    return { path: url.pathname + url.search, verifier, state, nonce };
-  }
+  /** An authorization request as openid-client builds it, for the API's scopes, and what it keeps to check the answer. */
+  const request = (config: client.Configuration, params: Record<string, string> = {}) =>
+    authorizationRequest(config, { scope: 'openid users:read users:write', ...params });
 
   async function tokensFrom(config: client.Configuration, callback: string, req: { verifier: string; state: string; nonce: string }) {
     return client.authorizationCodeGrant(config, new URL(callback), {

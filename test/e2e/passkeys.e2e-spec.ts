@@ -6,19 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
-import {
-  Browser,
-  NO_RATE_LIMITS,
-  PAGE_CSP,
-  authorizeCode,
-  decodeJwt,
-  login,
-  parseForms,
-  pkcePair,
-  registerClient,
-  signedIn,
-  token,
-} from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, PAGE_CSP, decodeJwt, login, openIdTokens, parseForms, signedIn } from '../support/oauth';
 import { type CredentialJson, SoftAuthenticator } from '../support/passkey-authenticator';
 import { type TestApp, bearer, createTwoInstances } from '../support/test-app';
 
@@ -220,21 +208,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(browser.cookies.has('webauthn_challenge')).toBe(false);
     expect((await browser.get('/account/apps')).status).toBe(200);
 
-    const client = await registerClient(a, { trusted: true });
-    const pkce = pkcePair();
-    const code = await authorizeCode(browser, client, {
-      scope: 'openid',
-      redirect_uri: client.redirect_uris[0],
-      code_challenge: pkce.challenge,
-      code_challenge_method: 'S256',
-    });
-    const issued = await token(a, client, {
-      grant_type: 'authorization_code',
-      code,
-      code_verifier: pkce.verifier,
-      redirect_uri: client.redirect_uris[0],
-    });
-    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const issued = await openIdTokens(a, browser);
     expect(decodeJwt(issued.body.id_token).payload).toMatchObject({ sub: user.id, amr: ['hwk', 'user', 'mfa'] });
     expect(decodeJwt(issued.body.access_token).payload.amr).toEqual(['hwk', 'user', 'mfa']);
     // The sign counter and the time of use are kept.
@@ -369,20 +343,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(signedInRes.status).toBe(303);
     expect(signedInRes.headers.location).toBe('/account/apps');
     expect(browser.cookies.has('login_challenge')).toBe(false);
-    const client = await registerClient(a, { trusted: true });
-    const pkce = pkcePair();
-    const code = await authorizeCode(browser, client, {
-      scope: 'openid',
-      redirect_uri: client.redirect_uris[0],
-      code_challenge: pkce.challenge,
-      code_challenge_method: 'S256',
-    });
-    const issued = await token(a, client, {
-      grant_type: 'authorization_code',
-      code,
-      code_verifier: pkce.verifier,
-      redirect_uri: client.redirect_uris[0],
-    });
+    const issued = await openIdTokens(a, browser);
     expect(decodeJwt(issued.body.id_token).payload.amr).toEqual(['pwd', 'hwk', 'user', 'mfa']);
   });
 

@@ -208,6 +208,30 @@ export async function authorizeCode(
   return code;
 }
 
+/**
+ * An OpenID Connect code flow with PKCE for a signed-in browser and a trusted client registered for it: the token
+ * response (with its ID token), for a test that reads how the person signed in.
+ */
+export async function openIdTokens(t: TestApp, browser: Browser): Promise<Response> {
+  const client = await registerClient(t, { trusted: true });
+  const pkce = pkcePair();
+  const redirectUri = client.redirect_uris[0];
+  const code = await authorizeCode(browser, client, {
+    scope: 'openid',
+    redirect_uri: redirectUri,
+    code_challenge: pkce.challenge,
+    code_challenge_method: 'S256',
+  });
+  const issued = await token(t, client, {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: pkce.verifier,
+    redirect_uri: redirectUri,
+  });
+  expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+  return issued;
+}
+
 export type ClientAuthMethod = 'basic' | 'post' | 'none';
 
 /** POST /token (or /revoke, /introspect) as a form, authenticated as `client`. */
