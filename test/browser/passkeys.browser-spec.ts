@@ -73,8 +73,9 @@ describe('passkeys in a real browser (virtual authenticator)', () => {
     await page.getByLabel('Password').fill(TEST_PASSWORD);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Use your passkey');
-    await page.getByRole('button', { name: 'Use a passkey' }).click();
+    // The page before the click: once clicked, the browser is between the authenticator and the next page.
     await page.screenshot({ path: join(ARTIFACTS, 'login-passkey-second-factor.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Use a passkey' }).click();
     await page.waitForURL((url) => url.pathname === '/account/apps');
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Connected apps');
     await context.close();
