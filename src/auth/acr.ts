@@ -14,6 +14,14 @@ export function acrOf(amr: readonly string[]): Acr {
   return amr.includes('mfa') ? 'aal2' : 'aal1';
 }
 
+/**
+ * The level of a login session or grant from its stored `amr` (space-separated); one kept from before `amr` was
+ * stored counts as a password sign-in.
+ */
+export function acrOfStored(amr: string | null): Acr {
+  return acrOf((amr ?? 'pwd').split(' '));
+}
+
 /** Whether a sign-in of level `acr` (a token's claim: anything, or nothing) is at least `required`. */
 export function meetsAcr(acr: unknown, required: Acr): boolean {
   return ACR_VALUES.indexOf(acr as Acr) >= ACR_VALUES.indexOf(required);

@@ -43,7 +43,7 @@ const USED = sql`
     backed_up = :backedUp, last_used_at = :now
   WHERE id = :id AND user_id = :userId`;
 const RENAME = sql`UPDATE passkeys SET name = :name WHERE id = :id AND user_id = :userId`;
-const DELETE = sql`DELETE FROM passkeys WHERE id = :id AND user_id = :userId`;
+const DELETE = sql`DELETE FROM passkeys WHERE id = :id AND user_id = :userId RETURNING name`;
 const DELETE_OF_USER = sql`DELETE FROM passkeys WHERE user_id = :userId`;
 const INSERT_CHALLENGE = sql`
   INSERT INTO webauthn_challenges (id, challenge, purpose, user_id, expires_at) VALUES (:id, :challenge, :purpose, :userId, :expiresAt)`;
@@ -118,8 +118,9 @@ export class PasskeysRepository {
     return (await this.db.run(RENAME, { id, userId, name })).affected > 0;
   }
 
-  async delete(id: string, userId: string): Promise<boolean> {
-    return (await this.db.run(DELETE, { id, userId })).affected > 0;
+  /** Deletes one of the person's passkeys; its name, or undefined when they have none with that id. */
+  async delete(id: string, userId: string): Promise<string | undefined> {
+    return (await this.db.one<{ name: string }>(DELETE, { id, userId }))?.name;
   }
 
   /** Every passkey of the person; how many. */

@@ -26,6 +26,8 @@ const CHALLENGE_TTL_MS = 5 * 60_000;
 export const CHALLENGE_TTL_SECONDS = CHALLENGE_TTL_MS / 1000;
 /** 1,023 bytes (WebAuthn's limit of a credential id) in base64url. */
 const MAX_CREDENTIAL_ID_CHARS = 1364;
+/** A credential id as stored; anything else (a NUL, say, which PostgreSQL refuses as a parameter) names no passkey. */
+const CREDENTIAL_ID = /^[A-Za-z0-9_-]{1,1364}$/;
 /** The longest name a person gives a passkey. */
 export const PASSKEY_NAME_MAX = 64;
 
@@ -198,15 +200,15 @@ export class PasskeysService {
   }
 
   /** Renames one of the person's passkeys; false when they have none with that id. */
-  rename(userId: string, id: string, name: string): Promise<boolean> {
-    return this.passkeys.rename(id, userId, name);
+  async rename(userId: string, id: string, name: string): Promise<boolean> {
+    return CREDENTIAL_ID.test(id) && this.passkeys.rename(id, userId, name);
   }
 
   /** Removes one of the person's passkeys (audited); false when they have none with that id. */
   async remove(userId: string, id: string, actor: AuditActor, context: AuditContext): Promise<boolean> {
-    const passkey = (await this.passkeys.ofUser(userId)).find((p) => p.id === id);
-    if (!passkey || !(await this.passkeys.delete(id, userId))) return false;
-    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: passkey.name } }, context);
+    const name = CREDENTIAL_ID.test(id) ? await this.passkeys.delete(id, userId) : undefined;
+    if (name === undefined) return false;
+    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: name } }, context);
     return true;
   }
 

@@ -10,7 +10,7 @@ import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { CHALLENGE_TTL_SECONDS, PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
-import { acrOf, meetsAcr } from '../../auth/acr';
+import { acrOfStored, meetsAcr } from '../../auth/acr';
 import { problem, sendProblem } from '../../common/problem';
 import { CONTROL_CHARACTER } from '../../common/text';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
@@ -25,8 +25,6 @@ const BACK = { href: ACCOUNT_SECURITY_PATH, label: 'Back to sign-in security' };
 const STEP_UP_HREF = `/login/step-up?return_to=${encodeURIComponent(ACCOUNT_SECURITY_PATH)}&acr=aal2`;
 const AUTHENTICATOR_ACTIVE = 'An authenticator is set up already: remove it first to set up another.';
 const CONFIRM_FIRST = 'To change how you sign in, first confirm it is you with your authenticator or a passkey.';
-/** A credential id as stored (base64url); anything else names no passkey. */
-const CREDENTIAL_ID = /^[A-Za-z0-9_-]{1,1400}$/;
 
 /**
  * The account's sign-in security page: a signed-in person sets up an authenticator app (TOTP), confirms it with a
@@ -140,9 +138,8 @@ export class AccountSecurityController {
   })
   @ApiProblems(400, 403)
   async passkeyOptions(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const session = await this.sessions.current(sessionCookie.read(req));
-    if (!session || typeof body.csrf !== 'string' || !safeEqual(body.csrf, session.csrfToken)) {
+    const session = await this.postedBySession(req);
+    if (!session) {
       sendProblem(res, problem(403, 'No login session, or the form has expired: load the page again.', req.path));
       return;
     }
@@ -219,8 +216,7 @@ export class AccountSecurityController {
       await this.render(res, 400, session, { error: `A name has 1 to ${PASSKEY_NAME_MAX} characters, without control characters.` });
       return;
     }
-    const id = fieldOf(req, 'id', 1400);
-    if (!CREDENTIAL_ID.test(id) || !(await this.passkeys.rename(session.userId, id, name))) {
+    if (!(await this.passkeys.rename(session.userId, fieldOf(req, 'id', 1400), name))) {
       await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
       return;
     }
@@ -257,7 +253,7 @@ export class AccountSecurityController {
    * one away; the person confirms it is them first (step-up).
    */
   private async weakerThanFactors(session: CurrentSession): Promise<boolean> {
-    if (meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), 'aal2')) return false;
+    if (!passwordOnly(session)) return false;
     const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
     return totp || passkey;
   }
@@ -277,13 +273,16 @@ export class AccountSecurityController {
 
   /** The session of a form post whose CSRF token matches it; else answers 403 and returns undefined. */
   private async checkedSession(req: Request, res: Response): Promise<CurrentSession | undefined> {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const session = await this.sessions.current(sessionCookie.read(req));
-    if (!session || typeof body.csrf !== 'string' || !safeEqual(body.csrf, session.csrfToken)) {
-      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Sign in and try again.', BACK));
-      return undefined;
-    }
+    const session = await this.postedBySession(req);
+    if (!session) sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Sign in and try again.', BACK));
     return session;
+  }
+
+  /** The login session of a post (a form, or the page's JSON) whose CSRF token is that session's; else undefined. */
+  private async postedBySession(req: Request): Promise<CurrentSession | undefined> {
+    const csrf = ((req.body ?? {}) as Record<string, unknown>).csrf;
+    const session = await this.sessions.current(sessionCookie.read(req));
+    return session && typeof csrf === 'string' && safeEqual(csrf, session.csrfToken) ? session : undefined;
   }
 
   private async render(
@@ -293,7 +292,7 @@ export class AccountSecurityController {
     extra: Partial<AccountSecurityPageView> = {},
   ): Promise<void> {
     const [state, passkeys] = await Promise.all([this.secondFactors.status(session.userId), this.passkeys.list(session.userId)]);
-    const weak = !meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), 'aal2') && (state.totp === 'active' || passkeys.length > 0);
+    const weak = passwordOnly(session) && (state.totp === 'active' || passkeys.length > 0);
     const view = { csrf: session.csrfToken, ...state, passkeys, ...(weak ? { confirmFirst: STEP_UP_HREF } : {}), ...extra };
     sendHtml(res, status, this.pages.accountSecurity(view));
   }
@@ -314,4 +313,9 @@ function nameOf(req: Request): string | undefined {
   const value = ((req.body ?? {}) as Record<string, unknown>).name;
   const name = typeof value === 'string' ? value.trim() : '';
   return name.length > PASSKEY_NAME_MAX || CONTROL_CHARACTER.test(name) ? undefined : name;
+}
+
+/** Whether the session's sign-in was a password alone (below aal2). */
+function passwordOnly(session: CurrentSession): boolean {
+  return !meetsAcr(acrOfStored(session.amr), 'aal2');
 }

@@ -207,9 +207,8 @@ export class LoginController {
   @ApiProblems(400, 401, 403, 429)
   @RateLimit('login')
   async passkeyOptions(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
-    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
+    const body = doubleSubmitted(req)?.body;
+    if (!body) {
       sendProblem(res, problem(403, 'The form has expired: load the sign-in page again.', req.path));
       return;
     }
@@ -432,13 +431,9 @@ export class LoginController {
 
   /** A sign-in form's fields, when its CSRF token matches the cookie (double submit); else answers 403. */
   private checkedForm(req: Request, res: Response): { body: Record<string, unknown>; cookieToken: string } | undefined {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
-    if (typeof body.csrf !== 'string' || !cookieToken || !safeEqual(body.csrf, cookieToken)) {
-      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
-      return undefined;
-    }
-    return { body, cookieToken };
+    const form = doubleSubmitted(req);
+    if (!form) sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
+    return form;
   }
 
   private csrfFor(req: Request, res: Response): string {
@@ -448,6 +443,13 @@ export class LoginController {
     setCookie(res, LOGIN_CSRF_COOKIE, token, { secure: this.config.secureCookies });
     return token;
   }
+}
+
+/** A sign-in post's fields (a form, or the page's JSON) when its CSRF token matches the cookie (double submit). */
+function doubleSubmitted(req: Request): { body: Record<string, unknown>; cookieToken: string } | undefined {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const cookieToken = readCookie(req, LOGIN_CSRF_COOKIE);
+  return typeof body.csrf === 'string' && cookieToken && safeEqual(body.csrf, cookieToken) ? { body, cookieToken } : undefined;
 }
 
 /** The `response` field of a passkey form: the browser's answer as JSON (at most 64 KiB), or undefined. */

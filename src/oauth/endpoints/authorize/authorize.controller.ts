@@ -17,7 +17,7 @@ import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
 import { isLoopbackRedirectUri } from '../../clients/redirect-uris';
 import { safeEqual } from '../../../common/crypto/secrets';
 import { type CurrentSession, SessionsService } from '../../interaction/sessions.service';
-import { type Acr, acrOf, meetsAcr } from '../../../auth/acr';
+import { type Acr, acrOfStored, meetsAcr } from '../../../auth/acr';
 import { PasskeysService } from '../../../mfa/passkeys.service';
 import { SecondFactorsService } from '../../../mfa/second-factors.service';
 import { PushedRequestsService } from '../../par/pushed-requests.service';
@@ -361,9 +361,9 @@ export class AuthorizeController {
   }
 }
 
-/** Whether the session's sign-in reaches `level` (none asked: any does); a session from before `amr` was kept: a password. */
+/** Whether the session's sign-in reaches `level` (none asked: any does). */
 function levelMet(session: CurrentSession, level: Acr | null): boolean {
-  return level === null || meetsAcr(acrOf((session.amr ?? 'pwd').split(' ')), level);
+  return level === null || meetsAcr(acrOfStored(session.amr), level);
 }
 
 /** A pushed request's parameters once the login it asked for happened: without `max_age` and `prompt=login`. */
