@@ -97,6 +97,7 @@ export class AccessTokenVerifier {
       aud,
       act,
       acr,
+      cnf,
     } = payload as JWTPayload & Record<string, unknown>;
     if (
       typeof sub !== 'string' ||
@@ -109,7 +110,8 @@ export class AccessTokenVerifier {
       (gty !== undefined && gty !== CLIENT_CREDENTIALS_CLAIM.gty) ||
       (gty === CLIENT_CREDENTIALS_CLAIM.gty && sub !== clientId) ||
       (act !== undefined && !isActClaim(act)) ||
-      (gcid !== undefined && typeof gcid !== 'string')
+      (gcid !== undefined && typeof gcid !== 'string') ||
+      (cnf !== undefined && !isDpopConfirmation(cnf))
     ) {
       throw new InvalidAccessTokenError('missing claims');
     }
@@ -119,6 +121,7 @@ export class AccessTokenVerifier {
     if (act !== undefined) principal.act = act as ActClaim;
     if (gcid !== undefined) principal.grantClientId = gcid as string;
     if (typeof acr === 'string') principal.acr = acr;
+    if (cnf !== undefined) principal.jkt = (cnf as { jkt: string }).jkt;
     return { principal, kid };
   }
 }
@@ -128,4 +131,9 @@ function isActClaim(value: unknown): value is ActClaim {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const { sub, client_id: clientId, act } = value as Record<string, unknown>;
   return typeof sub === 'string' && (clientId === undefined || typeof clientId === 'string') && (act === undefined || isActClaim(act));
+}
+
+/** RFC 9449 6.1: a `cnf` claim with the thumbprint (`jkt`) of the key the token is bound to. */
+function isDpopConfirmation(value: unknown): value is { jkt: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { jkt?: unknown }).jkt === 'string';
 }

@@ -5,6 +5,10 @@ import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
 import { AuthConfig } from './auth.config';
+import { DpopConfig } from './dpop/dpop.config';
+import { DpopNonces } from './dpop/dpop-nonces';
+import { DpopProofs } from './dpop/dpop-proofs.service';
+import { DpopProofsRepository } from './dpop/dpop-proofs.repository';
 import { Callers } from './callers';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
@@ -21,7 +25,7 @@ import { RouteAccessCheck } from './route-access.check';
  * and the guard is global once the application imports this module.
  */
 @Module({
-  imports: [AppConfigModule.forFeature(AuthConfig), DiscoveryModule, KeysModule, PassportModule],
+  imports: [AppConfigModule.forFeature(AuthConfig), AppConfigModule.forFeature(DpopConfig), DiscoveryModule, KeysModule, PassportModule],
   controllers: [ProtectedResourceMetadataController],
   providers: [
     SqlRunner,
@@ -31,9 +35,13 @@ import { RouteAccessCheck } from './route-access.check';
     BearerStrategy,
     RouteAccessCheck,
     Callers,
+    DpopProofs,
+    DpopNonces,
+    DpopProofsRepository,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],
   // Callers: for modules whose records belong to people (owner or administrator), without importing users.
-  exports: [RevokedGrantsService, AccessTokenVerifier, Callers],
+  // DpopProofs: the token endpoint checks proofs as the guard does, with the same store of used ones.
+  exports: [RevokedGrantsService, AccessTokenVerifier, Callers, DpopProofs, DpopProofsRepository],
 })
 export class AuthModule {}

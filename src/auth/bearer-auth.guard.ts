@@ -1,7 +1,10 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
-import { bearerChallenge } from '../common/bearer-challenge';
+import type { Request } from 'express';
+import { AppConfig } from '../config/app-config';
+import { asDpopChallenge, bearerChallenge, dpopChallenge } from '../common/bearer-challenge';
+import { DPOP_ALGS, DpopProofError, DpopProofs } from './dpop/dpop-proofs.service';
 import { HttpProblemError } from '../common/http-problem.error';
 import { ACR_KEY, type RequestWithPrincipal } from './auth.decorators';
 import { type Acr, meetsAcr } from './acr';
@@ -12,6 +15,9 @@ import { Callers } from './callers';
 import { type RouteTargets, accessDeclarationProblem, declaredAccess } from './route-access.check';
 
 const USER_TOKEN_REQUIRED = 'This route acts for a signed-in user; a client-credentials token cannot call it.';
+const ALGS = DPOP_ALGS.join(' ');
+/** An Authorization header of the DPoP scheme (RFC 9449 7.1), any case. */
+const DPOP_SCHEME = /^[ \t]*dpop(?:[ \t]|$)/i;
 
 /** A route's access declaration, read from its metadata once and kept for every later request. */
 interface CheckedRule {
@@ -40,20 +46,47 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   /** Per controller class, then per handler (a handler inherited by two controllers may be declared apart). */
   private readonly rules = new WeakMap<object, WeakMap<object, CheckedRule>>();
 
+  /** The origin of the API's URLs, which a DPoP proof's `htu` names. */
+  private readonly origin: string;
+
   constructor(
     private readonly reflector: Reflector,
     private readonly verifier: AccessTokenVerifier,
     private readonly callers: Callers,
+    private readonly proofs: DpopProofs,
+    config: AppConfig,
   ) {
     super();
+    this.origin = config.resourceOrigin;
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const rule = this.ruleOf(context);
     if (rule.isPublic) return true;
+    const req = context.switchToHttp().getRequest<Request & Required<RequestWithPrincipal>>();
+    const authorization = req.headers.authorization;
+    if (authorization === undefined || !DPOP_SCHEME.test(authorization)) return this.authorize(context, rule, req, false);
+    try {
+      return await this.authorize(context, rule, req, true);
+    } catch (error) {
+      // RFC 9449 7.1: a request of the DPoP scheme is answered with DPoP challenges.
+      if (!(error instanceof HttpProblemError)) throw error;
+      const challenge = error.headers['WWW-Authenticate'];
+      if (challenge === undefined || !challenge.startsWith('Bearer')) throw error;
+      throw new HttpProblemError(error.status, error.code, error.message, { ...error.headers, 'WWW-Authenticate': asDpopChallenge(challenge, ALGS) });
+    }
+  }
+
+  private async authorize(
+    context: ExecutionContext,
+    rule: CheckedRule,
+    req: Request & Required<RequestWithPrincipal>,
+    dpop: boolean,
+  ): Promise<boolean> {
     await super.canActivate(context);
     // AuthGuard stored the caller under `property` (getAuthenticateOptions).
-    const principal = context.switchToHttp().getRequest<Required<RequestWithPrincipal>>().principal;
+    const principal = req.principal;
+    if (dpop || principal.jkt !== undefined) await this.checkProof(req, principal, dpop);
     if (rule.problem) throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
     // A client's own token on a route that acts for a person first: no scope would let it in, so it is not told
     // to ask for one (insufficient_scope would send it round for the same scopes again); its token is of the wrong
@@ -129,6 +162,29 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     return user as TUser;
   }
 
+  /**
+   * RFC 9449 7: a token bound to a key comes with the DPoP scheme and a proof of that key for this request and this
+   * token; a token of the DPoP scheme must be bound. A stolen bound token is of no use without the private key.
+   */
+  private async checkProof(req: Request, principal: AuthPrincipal, dpop: boolean): Promise<void> {
+    if (!dpop) {
+      const detail = 'This access token is bound to a key: send it with the DPoP scheme and a DPoP proof.';
+      throw new HttpProblemError(401, 'invalid-token', detail, {
+        'WWW-Authenticate': dpopChallenge({ error: 'invalid_token', error_description: detail, algs: ALGS }),
+      });
+    }
+    if (principal.jkt === undefined) throw invalidToken('This access token is not bound to a key: send it with the Bearer scheme.');
+    const token = req.headers.authorization!.trim().split(/[ \t]+/)[1]!;
+    let jkt: string;
+    try {
+      jkt = await this.proofs.check(req.headers.dpop, { htm: req.method, htu: `${this.origin}${req.path}`, accessToken: token });
+    } catch (error) {
+      if (!(error instanceof DpopProofError)) throw error;
+      throw invalidProof(error.description);
+    }
+    if (jkt !== principal.jkt) throw invalidProof('The DPoP proof is signed by another key than the one the access token is bound to.');
+  }
+
   private async checkRole(principal: AuthPrincipal, roles: readonly string[]): Promise<void> {
     const role = await this.callers.roleOf(principal.sub);
     // The token verified, but its user is gone: to the client that is an invalid token (RFC 6750 3.1).
@@ -155,6 +211,12 @@ function failure(challenge: unknown, status: number | undefined): HttpProblemErr
   }
   return new HttpProblemError(401, 'unauthorized', 'An access token is required.', {
     'WWW-Authenticate': bearerChallenge({ realm: 'api' }),
+  });
+}
+
+function invalidProof(detail: string): HttpProblemError {
+  return new HttpProblemError(401, 'invalid-dpop-proof', detail, {
+    'WWW-Authenticate': dpopChallenge({ error: 'invalid_dpop_proof', error_description: detail, algs: ALGS }),
   });
 }
 

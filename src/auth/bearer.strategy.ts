@@ -5,8 +5,11 @@ import { Strategy } from 'passport-http-bearer';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { AuthPrincipal } from './principal';
 
-/** `Bearer` (any case), then one or more spaces or tabs and whatever follows (RFC 6750 2.1: `Bearer 1*SP b64token`). */
-const BEARER = /^bearer(?:[ \t]+(.*))?$/i;
+/**
+ * `Bearer` (any case), then one or more spaces or tabs and whatever follows (RFC 6750 2.1: `Bearer 1*SP b64token`);
+ * or `DPoP` the same way (RFC 9449 7.1), whose proof BearerAuthGuard checks once the token is verified.
+ */
+const BEARER = /^(?:bearer|dpop)(?:[ \t]+(.*))?$/i;
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 function has(container: unknown, key: string): boolean {

@@ -44,4 +44,6 @@ export interface AuthPrincipal {
   grantClientId?: string;
   /** The level of the person's sign-in (`acr`, see acr.ts), when the token says. */
   acr?: string;
+  /** RFC 9449 6.1: the thumbprint of the key the token is bound to (`cnf.jkt`); such a token needs a DPoP proof. */
+  jkt?: string;
 }

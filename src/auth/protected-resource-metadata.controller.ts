@@ -6,6 +6,8 @@ import { NoQueryParams } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { Public } from './auth.decorators';
 import { resourceScopes } from './scopes';
+import { DpopConfig } from './dpop/dpop.config';
+import { DPOP_ALGS } from './dpop/dpop-proofs.service';
 
 export interface ProtectedResourceMetadata {
   resource: string;
@@ -13,6 +15,9 @@ export interface ProtectedResourceMetadata {
   scopes_supported: string[];
   bearer_methods_supported: string[];
   resource_documentation: string;
+  /** RFC 9728 2: the DPoP proof algorithms accepted, and whether every token must be bound to a key. */
+  dpop_signing_alg_values_supported: string[];
+  dpop_bound_access_tokens_required: boolean;
 }
 
 /**
@@ -25,7 +30,10 @@ export interface ProtectedResourceMetadata {
 @ApiProblems(400, 404)
 @Controller()
 export class ProtectedResourceMetadataController {
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly dpop: DpopConfig,
+  ) {}
 
   @Get(AppConfig.RESOURCE_METADATA_PATH)
   @Header('Cache-Control', 'public, max-age=300')
@@ -54,6 +62,8 @@ export class ProtectedResourceMetadataController {
       scopes_supported: resourceScopes(),
       bearer_methods_supported: ['header'],
       resource_documentation: `${this.config.issuer}/docs`,
+      dpop_signing_alg_values_supported: [...DPOP_ALGS],
+      dpop_bound_access_tokens_required: this.dpop.required,
     };
   }
 }

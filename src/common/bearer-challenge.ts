@@ -34,3 +34,27 @@ export function withResourceMetadata(challenge: string, metadataUrl: string): st
   if (!challenge.startsWith('Bearer ')) return challenge;
   return `${challenge}, resource_metadata=${quotedString(metadataUrl)}`;
 }
+
+/** The auth-params of a DPoP challenge (RFC 9449 7.1), written in this order. */
+export interface DpopChallengeParams {
+  error?: 'invalid_request' | 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce' | 'insufficient_scope';
+  error_description?: string;
+  scope?: string;
+  /** The proof algorithms the resource accepts, space-separated. */
+  algs: string;
+}
+
+/** The `WWW-Authenticate` value of a DPoP challenge of the resource API (RFC 9449 7.1). */
+export function dpopChallenge(params: DpopChallengeParams): string {
+  const order: (keyof DpopChallengeParams)[] = ['error', 'error_description', 'scope', 'algs'];
+  return `DPoP ${order
+    .filter((name) => params[name] !== undefined)
+    .map((name) => `${name}=${quotedString(params[name]!)}`)
+    .join(', ')}`;
+}
+
+/** A Bearer challenge of the guard restated for a request that used the DPoP scheme, with the accepted algorithms. */
+export function asDpopChallenge(bearer: string, algs: string): string {
+  const params = bearer.startsWith('Bearer ') ? `${bearer.slice('Bearer '.length)}, ` : '';
+  return `DPoP ${params}algs=${quotedString(algs)}`;
+}

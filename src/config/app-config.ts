@@ -94,6 +94,12 @@ export class AppConfig {
     return url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
   }
 
+  /** The origin the API's routes are reached at (DPoP's `htu`): `AUDIENCE`'s when it is an http(s) URL, else the issuer's. */
+  get resourceOrigin(): string {
+    const url = URL.canParse(this.audience) ? new URL(this.audience) : undefined;
+    return url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.origin : new URL(this.issuer).origin;
+  }
+
   /**
    * The URL of the metadata, derived from `AUDIENCE` as RFC 9728 3.1 has clients derive it (so that the
    * `resource` inside matches), served by this service; under the issuer when `AUDIENCE` is not an http(s) URL.

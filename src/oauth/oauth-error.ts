@@ -9,7 +9,11 @@ export type OAuthErrorCode =
   | 'invalid_target'
   /** A pushed authorization request (RFC 9126 2.3) refused as /authorize would refuse it. */
   | 'unsupported_response_type'
-  | 'request_not_supported';
+  | 'request_not_supported'
+  /** RFC 9449 5: a DPoP proof missing where required, or invalid. */
+  | 'invalid_dpop_proof'
+  /** RFC 9449 8: the proof must carry the nonce the DPoP-Nonce header gives. */
+  | 'use_dpop_nonce';
 
 /**
  * RFC 6749 (4.1.2.1, 5.2): an error_description may only hold %x20-21 / %x23-5B / %x5D-7E. Descriptions can echo

@@ -93,6 +93,7 @@ export class AdminClientsController {
           tokenEndpointAuthMethod: body.token_endpoint_auth_method,
           minimumAcr: body.minimum_acr,
           requirePushedRequests: body.require_pushed_authorization_requests,
+          dpopBoundAccessTokens: body.dpop_bound_access_tokens,
           ...keysOf(body),
         },
         by,

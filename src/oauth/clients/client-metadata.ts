@@ -32,6 +32,8 @@ export interface CreateClientInput {
   minimumAcr?: string;
   /** RFC 9126: its authorization requests must be pushed to /par. */
   requirePushedRequests?: boolean;
+  /** RFC 9449 5.2: every token request carries a DPoP proof (its access tokens are bound to a key). */
+  dpopBoundAccessTokens?: boolean;
 }
 
 /** The authentication methods a confidential client may be registered for. */
@@ -58,6 +60,8 @@ export interface ClientView {
   minimum_acr?: Acr;
   /** Only when set: its authorization requests must be pushed (RFC 9126). */
   require_pushed_authorization_requests?: true;
+  /** Only when set: its access tokens must be bound to a key (RFC 9449). */
+  dpop_bound_access_tokens?: true;
   /** Only for a `private_key_jwt` client: the method, its keys (or their URL) and its one algorithm, if it has one. */
   token_endpoint_auth_method?: 'private_key_jwt';
   jwks?: JwkSet;

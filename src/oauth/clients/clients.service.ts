@@ -105,6 +105,7 @@ export class ClientsService {
       tokenEndpointAuthMethod: input.isPublic ? null : (input.tokenEndpointAuthMethod ?? null),
       minimumAcr: checkedMinimumAcr(input.minimumAcr),
       requirePushedRequests: Boolean(input.requirePushedRequests),
+      dpopBoundAccessTokens: Boolean(input.dpopBoundAccessTokens),
       ...keys,
       createdAt: Date.now(),
     });
@@ -189,7 +190,16 @@ export class ClientsService {
     clientId: string,
     input: Pick<
       CreateClientInput,
-      'name' | 'redirectUris' | 'scope' | 'grantTypes' | 'postLogoutRedirectUris' | 'jwks' | 'jwksUri' | 'tokenEndpointAuthSigningAlg'
+      | 'name'
+      | 'redirectUris'
+      | 'scope'
+      | 'grantTypes'
+      | 'postLogoutRedirectUris'
+      | 'jwks'
+      | 'jwksUri'
+      | 'tokenEndpointAuthSigningAlg'
+      | 'requirePushedRequests'
+      | 'dpopBoundAccessTokens'
     >,
     by: AuditBy,
   ): Promise<Client> {
@@ -211,6 +221,8 @@ export class ClientsService {
       ...(found.tokenEndpointAuthMethod === 'private_key_jwt'
         ? keySettingsFor({ ...input, tokenEndpointAuthMethod: 'private_key_jwt', isPublic: false, redirectUris: [] })
         : keySettingsFor({ ...input, redirectUris: [] })),
+      requirePushedRequests: Boolean(input.requirePushedRequests),
+      dpopBoundAccessTokens: Boolean(input.dpopBoundAccessTokens),
     };
     const details = { changed: 'registration' };
     await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.updateOf(clientId, changes)]);
@@ -266,6 +278,7 @@ export class ClientsService {
       trusted: client.trusted,
       ...(client.minimumAcr ? { minimum_acr: client.minimumAcr } : {}),
       ...(client.requirePushedRequests ? { require_pushed_authorization_requests: true as const } : {}),
+      ...(client.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true as const } : {}),
       ...(client.tokenEndpointAuthMethod === 'private_key_jwt'
         ? {
             token_endpoint_auth_method: 'private_key_jwt' as const,

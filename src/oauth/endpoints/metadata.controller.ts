@@ -10,6 +10,7 @@ import { ASSERTION_SIGNING_ALGS } from '../client-auth/client-jwks';
 import { GRANT_TYPES } from '../entities/client.entity';
 import { SCOPE_CLAIMS } from '../oidc/oidc.scopes';
 import { RegistrationService } from '../clients/registration/registration.service';
+import { DPOP_ALGS } from '../../auth/dpop/dpop-proofs.service';
 import { ClientMetadataConfig } from '../clients/cimd/client-metadata.config';
 
 /** The claims of the ID token and of UserInfo (by scope). */
@@ -81,6 +82,8 @@ export class MetadataController {
       // RFC 9126 5.
       pushed_authorization_request_endpoint: `${issuer}/par`,
       require_pushed_authorization_requests: this.oauthConfig.requirePushedRequests,
+      // RFC 9449 5.1: DPoP proofs are accepted at the token endpoint (and required with DPOP_REQUIRED).
+      dpop_signing_alg_values_supported: [...DPOP_ALGS],
       // draft-ietf-oauth-client-id-metadata-document: an https URL of the client's own metadata document as client_id.
       ...(this.metadataDocuments.enabled ? { client_id_metadata_document_supported: true } : {}),
       // OpenID Connect Discovery 1.0, section 3.

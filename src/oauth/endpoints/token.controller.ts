@@ -1,5 +1,8 @@
 import { type AuditContext, Origin } from '../../audit/audit-events';
-import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Header, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AppConfig } from '../../config/app-config';
+import { DpopProofError, DpopProofs } from '../../auth/dpop/dpop-proofs.service';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
@@ -29,9 +32,15 @@ export class TokenController {
     private readonly clientCredentials: ClientCredentialsGrantService,
     private readonly tokenExchange: TokenExchangeGrantService,
     private readonly metrics: MetricsService,
+    private readonly proofs: DpopProofs,
+    config: AppConfig,
   ) {
     metrics.declareGrantTypes(GRANT_TYPES);
+    this.tokenUrl = `${config.issuer}/token`;
   }
+
+  /** This endpoint's URL, which a DPoP proof's `htu` names. */
+  private readonly tokenUrl: string;
 
   @Post()
   @ApiOAuthEndpoint({
@@ -80,7 +89,7 @@ export class TokenController {
         required: ['access_token', 'token_type', 'expires_in', 'scope'],
         properties: {
           access_token: { type: 'string', description: 'RFC 9068 JWT, RS256' },
-          token_type: { type: 'string', enum: ['Bearer'] },
+          token_type: { type: 'string', enum: ['Bearer', 'DPoP'], description: 'DPoP: bound to the key of the request\'s DPoP proof (RFC 9449)' },
           expires_in: { type: 'integer' },
           refresh_token: { type: 'string', description: 'not for client_credentials nor token exchange' },
           issued_token_type: { type: 'string', enum: [ACCESS_TOKEN_TYPE], description: 'token exchange (RFC 8693 2.2.1)' },
@@ -89,7 +98,16 @@ export class TokenController {
         },
       },
     },
-    errorCodes: ['invalid_request', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'invalid_target'],
+    errorCodes: [
+      'invalid_request',
+      'invalid_grant',
+      'unauthorized_client',
+      'unsupported_grant_type',
+      'invalid_scope',
+      'invalid_target',
+      'invalid_dpop_proof',
+      'use_dpop_nonce',
+    ],
     rateLimited: true,
   })
   // Decorators apply bottom-up, so the rate limit is checked before the client is authenticated.
@@ -102,14 +120,37 @@ export class TokenController {
     @AuthenticatedClient() client: Client,
     @OAuthForm() form: Record<string, string>,
     @Origin() origin: AuditContext,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
   ): Promise<TokenResponse> {
-    const tokens = await this.grant(client, form, origin);
+    const jkt = await this.proofKey(client, req.headers.dpop, res);
+    const tokens = await this.grant(client, form, origin, jkt);
     // Counted here, where every grant's success passes once (a grant service has several ways to succeed).
     this.metrics.tokenIssued(form.grant_type as GrantType);
     return tokens;
   }
 
-  private async grant(client: Client, form: Record<string, string>, origin: AuditContext): Promise<TokenResponse> {
+  /**
+   * RFC 9449 5: the thumbprint of the key of the request's DPoP proof, which the tokens are then bound to;
+   * undefined without a proof, unless the client or the server requires one. With nonces on, every answer names
+   * the current one (`DPoP-Nonce`), and a proof without it is refused with `use_dpop_nonce`.
+   */
+  private async proofKey(client: Client, header: string | string[] | undefined, res: Response): Promise<string | undefined> {
+    const nonce = this.proofs.currentNonce();
+    if (nonce !== undefined) res.setHeader('DPoP-Nonce', nonce);
+    if (header === undefined) {
+      if (!client.dpopBoundAccessTokens && !this.proofs.config.required) return undefined;
+      throw new OAuthError('invalid_dpop_proof', 'Tokens for this client must be bound to a key: send a DPoP proof.');
+    }
+    try {
+      return await this.proofs.check(header, { htm: 'POST', htu: this.tokenUrl, nonce: nonce !== undefined });
+    } catch (error) {
+      if (!(error instanceof DpopProofError)) throw error;
+      throw new OAuthError(error.useNonce ? 'use_dpop_nonce' : 'invalid_dpop_proof', error.description);
+    }
+  }
+
+  private async grant(client: Client, form: Record<string, string>, origin: AuditContext, jkt: string | undefined): Promise<TokenResponse> {
     switch (form.grant_type) {
       case undefined:
       case '':
@@ -123,14 +164,15 @@ export class TokenController {
             redirectUri: form.redirect_uri,
             codeVerifier: form.code_verifier,
             resource: form.resource,
+            jkt,
           },
           origin,
         );
       case 'refresh_token':
         allowed(client, 'refresh_token');
-        return this.refreshGrant.refresh(client, form.refresh_token, form.scope, form.resource, origin);
+        return this.refreshGrant.refresh(client, form.refresh_token, form.scope, form.resource, origin, jkt);
       case 'client_credentials':
-        return this.clientCredentials.issue(client, form.scope, form.resource);
+        return this.clientCredentials.issue(client, form.scope, form.resource, jkt);
       case TOKEN_EXCHANGE_GRANT:
         return this.tokenExchange.exchange(
           client,
@@ -145,6 +187,7 @@ export class TokenController {
             scope: form.scope,
           },
           origin,
+          jkt,
         );
       default:
         throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}.`);

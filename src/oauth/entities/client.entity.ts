@@ -129,4 +129,8 @@ export class Client {
   /** RFC 9126: its authorization requests must be pushed (`/par`) and sent to /authorize as a `request_uri`. */
   @Column({ type: 'boolean', default: false })
   requirePushedRequests: boolean;
+
+  /** RFC 9449 5.2 `dpop_bound_access_tokens`: every token request carries a DPoP proof, so its tokens are bound to a key. */
+  @Column({ type: 'boolean', default: false })
+  dpopBoundAccessTokens: boolean;
 }

@@ -31,4 +31,8 @@ export class RefreshToken {
   /** With a client's rotation grace: the successor, sealed under this token's own secret (`sealFor` in secrets.ts). */
   @Column({ type: 'text', nullable: true })
   successorSealed: string | null;
+
+  /** RFC 9449: a public client's refresh token is usable only with a DPoP proof of this key (its thumbprint). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  dpopJkt: string | null;
 }

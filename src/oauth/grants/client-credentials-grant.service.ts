@@ -27,7 +27,7 @@ export class ClientCredentialsGrantService {
     private readonly resources: ResourceIndicators,
   ) {}
 
-  issue(client: Client, requestedScope: string | undefined, resource?: string): TokenResponse {
+  issue(client: Client, requestedScope: string | undefined, resource?: string, jkt?: string): TokenResponse {
     // A public client presents no secret: it has not authenticated as anyone (RFC 6749 4.4.2 requires it).
     if (client.isPublic) throw new OAuthError('invalid_client', 'A public client cannot use the client_credentials grant.');
     if (!client.grantTypes.includes('client_credentials')) {
@@ -42,8 +42,9 @@ export class ClientCredentialsGrantService {
       grantId: clientCredentialsGrantId(client.id),
       clientCredentials: true,
       audience,
+      jkt,
     });
-    return { access_token: access.token, token_type: 'Bearer', expires_in: this.config.accessTokenTtl, scope };
+    return { access_token: access.token, token_type: jkt ? 'DPoP' : 'Bearer', expires_in: this.config.accessTokenTtl, scope };
   }
 }
 

@@ -53,6 +53,8 @@ export interface CodeExchangeInput {
   codeVerifier?: string;
   /** RFC 8707 `resource` values (space-separated) for this access token. */
   resource?: string;
+  /** RFC 9449: the thumbprint of the key of the request's DPoP proof, which the tokens are bound to. */
+  jkt?: string;
 }
 
 function invalidGrant(description: string): OAuthError {
@@ -158,6 +160,8 @@ export class CodeGrantService {
     // A resource this client may never name is refused before the code is spent (RFC 8707 2.2).
     const requestedResources = this.resources.atTokenEndpoint(client, input.resource);
     const withRefresh = client.grantTypes.includes('refresh_token');
+    // A public client's refresh tokens are bound to the key as well (RFC 9449 5): it has no other credential.
+    const binding = { jkt: input.jkt, refreshJkt: client.isPublic ? input.jkt : undefined };
     const codeHash = hashSecret(input.code);
     const now = Date.now();
     const actor = `client:${client.id}` as const;
@@ -177,6 +181,7 @@ export class CodeGrantService {
         redirectUri: input.redirectUri ?? null,
         registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
         withRefresh,
+        refreshJkt: binding.refreshJkt ?? null,
         requested: requestedResources.join(' '),
         api: this.resources.api,
         ...AuditService.params(event),
@@ -196,7 +201,9 @@ export class CodeGrantService {
           throw error;
         }
         event.userId = consumed.user_id;
-        const writes = issuing ? this.issuer.refreshTokenWrites(grant, now, event, consumed.scope, issuing) : [AuditService.writeOf(event)];
+        const writes = issuing
+          ? this.issuer.refreshTokenWrites(grant, now, event, consumed.scope, issuing, binding.refreshJkt)
+          : [AuditService.writeOf(event)];
         consumed.issued = issuing !== undefined;
         consumed.audited = true;
         return { writes, result: [consumed, { grant }] };
@@ -220,15 +227,15 @@ export class CodeGrantService {
     event.userId = row.user_id;
     if (row.audited) {
       this.audit.log(event);
-      if (!withRefresh) return this.issuer.respond(grant, row.scope);
-      if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh);
+      if (!withRefresh) return this.issuer.respond(grant, row.scope, undefined, binding.jkt);
+      if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh, binding.jkt);
     }
     // A client not allowed the refresh-token grant gets no refresh token it could not use.
     if (!withRefresh) {
       await this.audit.save(event);
-      return this.issuer.respond(grant, row.scope);
+      return this.issuer.respond(grant, row.scope, undefined, binding.jkt);
     }
-    return this.issuer.issue(grant, row.scope, now, event);
+    return this.issuer.issue(grant, row.scope, now, event, binding);
   }
 
   /**

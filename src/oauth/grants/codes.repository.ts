@@ -84,8 +84,9 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
         SELECT 1 FROM unnest(string_to_array(:requested, ' ')) AS requested(uri)
         WHERE requested.uri <> ALL (string_to_array(COALESCE(NULLIF(grant_resources, ''), :api), ' '))))),
   issued AS (
-    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM passed
+    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at, dpop_jkt)
+    SELECT :refreshHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL, CAST(:refreshJkt AS varchar)
+    FROM passed
     WHERE :withRefresh
     RETURNING 1),
   audit AS (

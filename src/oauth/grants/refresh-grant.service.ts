@@ -56,6 +56,7 @@ export class RefreshGrantService {
     requestedScope: string | undefined,
     resource: string | undefined,
     context: AuditContext,
+    jkt?: string,
   ): Promise<TokenResponse> {
     if (!presented) throw new OAuthError('invalid_request', 'refresh_token is required.');
     const tokenHash = hashSecret(presented);
@@ -64,20 +65,25 @@ export class RefreshGrantService {
     const next = this.issuer.newRefreshToken();
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (requestedScope === undefined && resource === undefined) {
-      const rotated = await this.tokens.rotateAndIssue({ now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, event });
+      const rotated = await this.tokens.rotateAndIssue({ now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, jkt: jkt ?? null, event });
       if (rotated) {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);
         const audience = this.resources.audienceFor([], rotated.grant_resources);
         const login = loginOf(rotated.grant_auth_time, rotated.grant_sid, null, rotated.grant_amr);
         const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience, login };
-        return this.issuer.respond(grant, await this.heldScope(rotated.user_id, rotated.scope), next);
+        return this.issuer.respond(grant, await this.heldScope(rotated.user_id, rotated.scope), next, jkt);
       }
     }
     const row = await this.tokens.find(tokenHash);
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
+    // RFC 9449 5: a public client's refresh token works only with a proof of its key. Without it, it is not a use
+    // (a thief holding only the token neither refreshes nor gets the grant revoked).
+    if (row.dpop_jkt !== null && row.dpop_jkt !== jkt) {
+      throw invalidGrant('This refresh token is bound to a key: present a DPoP proof of that key.');
+    }
     event.userId = row.user_id;
-    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource }, event);
+    if (row.rotated_at !== null) return this.presentedAgain(client, row, presented, { requestedScope, resource, jkt }, event);
     const grantExpiresAt = liveGrantExpiry(row, now);
     const scope = narrowed(row.scope, requestedScope);
     const audience = this.resources.audienceFor(this.resources.atTokenEndpoint(client, resource), row.grant_resources);
@@ -86,14 +92,14 @@ export class RefreshGrantService {
     const grant = { id: row.grant_id, userId: row.user_id, clientId: row.client_id, expiresAt: grantExpiresAt, audience, login };
     // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
     // without the successor it was rotated to.
-    const successor = TokenIssuer.refreshTokenOf(grant, row.scope, next);
+    const successor = TokenIssuer.refreshTokenOf(grant, row.scope, next, row.dpop_jkt);
     if (!(await this.tokens.rotate(tokenHash, sealed, now, successor, event))) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.tokens.find(tokenHash);
-      return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource }, event);
+      return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource, jkt }, event);
     }
     this.audit.log(event);
-    return this.issuer.respond(grant, await this.heldScope(row.user_id, scope), next);
+    return this.issuer.respond(grant, await this.heldScope(row.user_id, scope), next, jkt);
   }
 
   /**
@@ -104,7 +110,7 @@ export class RefreshGrantService {
     client: Client,
     row: RefreshTokenRow,
     presented: string,
-    requested: { requestedScope: string | undefined; resource: string | undefined },
+    requested: { requestedScope: string | undefined; resource: string | undefined; jkt: string | undefined },
     event: AuditEvent,
   ): Promise<TokenResponse> {
     const now = event.at;
@@ -132,7 +138,7 @@ export class RefreshGrantService {
             audience,
             login,
           };
-          return this.issuer.respond(grant, await this.heldScope(successor.user_id, scope), { secret, hash });
+          return this.issuer.respond(grant, await this.heldScope(successor.user_id, scope), { secret, hash }, requested.jkt);
         }
       }
     }

@@ -7,8 +7,8 @@ import { SqlRunner, Statement, type StatementWrite, sql } from '../../database/s
 import { RefreshToken } from '../entities/refresh-token.entity';
 
 const REFRESH_TOKEN_INSERT = `
-  INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL)`;
+  INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at, dpop_jkt)
+  VALUES (:tokenHash, :grantId, :clientId, :userId, :scope, :now, :expiresAt, NULL, :dpopJkt)`;
 /** A refresh token and the event that issued it, in one statement: PostgreSQL, a data-modifying CTE. */
 const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(
   `WITH audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${REFRESH_TOKEN_INSERT}`,
@@ -18,7 +18,7 @@ const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 
 /** The refresh token with its grant's state, in one round trip. */
 const FIND_REFRESH_TOKEN = sql`
-  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed,
+  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed, r.dpop_jkt,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
   FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
@@ -36,7 +36,8 @@ const USE_GRACE = sql`
     AND EXISTS (SELECT 1 FROM refresh_tokens s WHERE s.token_hash = :successorHash AND s.rotated_at IS NULL)`;
 /**
  * PostgreSQL, a refresh that keeps the grant's scope: rotation and the new refresh token in one statement (one
- * round trip), done only when the token is this client's, unrotated and live, and its grant is live. When it
+ * round trip), done only when the token is this client's, unrotated, live, bound to no key or to the key of the
+ * request's DPoP proof (`:jkt`, the successor inherits the binding), and its grant is live. When it
  * returns no row, the refresh goes the long way, which finds out why (and revokes the grant on reuse).
  *
  * The grant is looked at by its key from the token's row (a subquery per row), not joined in the UPDATE: with the
@@ -47,15 +48,16 @@ const ROTATE_AND_ISSUE = new Statement(`
   WITH rotated AS (
     UPDATE refresh_tokens r SET rotated_at = :now, successor_sealed = :sealed
     WHERE r.token_hash = :tokenHash AND r.client_id = :clientId AND r.rotated_at IS NULL AND r.expires_at > :now
+      AND (r.dpop_jkt IS NULL OR r.dpop_jkt = CAST(:jkt AS varchar))
       AND (SELECT g.revoked_at IS NULL AND g.expires_at > :now FROM grants g WHERE g.id = r.grant_id)
-    RETURNING r.grant_id, r.user_id, r.scope),
+    RETURNING r.grant_id, r.user_id, r.scope, r.dpop_jkt),
   live AS (
     SELECT rotated.*, g.expires_at AS grant_expires_at, g.resources AS grant_resources, g.auth_time AS grant_auth_time,
       g.sid AS grant_sid, g.amr AS grant_amr
     FROM rotated JOIN grants g ON g.id = rotated.grant_id),
   issued AS (
-    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at)
-    SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL FROM live
+    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at, dpop_jkt)
+    SELECT :nextHash, grant_id, :clientId, user_id, scope, CAST(:now AS bigint), grant_expires_at, NULL, dpop_jkt FROM live
     RETURNING user_id),
   audit AS (
     ${AUDIT_ROW.insert}
@@ -69,7 +71,7 @@ const ROTATE_AND_ISSUE = new Statement(`
  */
 const PRESENTED_SETTLED = new Statement(`SELECT 1 FROM refresh_tokens WHERE token_hash = :tokenHash FOR UPDATE`);
 const ROTATED_OUTCOME = new Statement(`
-  SELECT r.grant_id, r.user_id, r.scope, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
+  SELECT r.grant_id, r.user_id, r.scope, r.dpop_jkt, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
   FROM refresh_tokens r JOIN grants g ON g.id = r.grant_id
   WHERE r.token_hash = :nextHash AND r.client_id = :clientId`);
@@ -82,6 +84,8 @@ export interface RefreshTokenRow {
   expires_at: string | number;
   rotated_at: string | number | null;
   successor_sealed: string | null;
+  /** RFC 9449: the thumbprint of the key a public client's refresh token is bound to. */
+  dpop_jkt: string | null;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
   grant_resources: string | null;
@@ -92,7 +96,7 @@ export interface RefreshTokenRow {
 
 export type RotatedRow = Pick<
   RefreshTokenRow,
-  'grant_id' | 'user_id' | 'scope' | 'grant_resources' | 'grant_auth_time' | 'grant_sid' | 'grant_amr'
+  'grant_id' | 'user_id' | 'scope' | 'grant_resources' | 'grant_auth_time' | 'grant_sid' | 'grant_amr' | 'dpop_jkt'
 > & {
   grant_expires_at: string | number;
 };
@@ -105,6 +109,8 @@ export interface NewRefreshToken {
   userId: string;
   scope: string;
   expiresAt: number;
+  /** The key it is bound to (a public client's, RFC 9449), or null. */
+  dpopJkt: string | null;
 }
 
 /** The refresh tokens' one way to their table. */
@@ -138,6 +144,7 @@ export class RefreshTokensRepository {
       userId: token.userId,
       scope: token.scope,
       expiresAt: token.expiresAt,
+      dpopJkt: token.dpopJkt,
       now,
       ...AuditRepository.params(event),
     };
@@ -174,6 +181,8 @@ export class RefreshTokensRepository {
     clientId: string;
     nextHash: string;
     sealed: string | null;
+    /** The key of the request's DPoP proof, or null. */
+    jkt: string | null;
     event: AuditEvent;
   }): Promise<RotatedRow | undefined> {
     if (!this.db.postgres) return Promise.resolve(undefined);

@@ -79,7 +79,7 @@ export class TokenExchangeGrantService {
     private readonly users: UsersService,
   ) {}
 
-  async exchange(client: Client, request: TokenExchangeRequest, context: AuditContext): Promise<TokenResponse> {
+  async exchange(client: Client, request: TokenExchangeRequest, context: AuditContext, jkt?: string): Promise<TokenResponse> {
     // A public client presents no secret: it has not shown who would act for the person.
     if (client.isPublic) throw new OAuthError('invalid_client', 'A public client cannot use token exchange.');
     if (!client.grantTypes.includes(TOKEN_EXCHANGE_GRANT)) {
@@ -98,6 +98,11 @@ export class TokenExchangeGrantService {
     // token, a person's token it obtained). A token it merely holds (another client's, seen passing by) would let it
     // name anyone as the actor.
     if (actor && actor.clientId !== client.id) throw invalidGrant('The actor_token must have been issued to this client.');
+    // A token bound to a key is exchanged only with a proof of that key: else a stolen one could be traded for
+    // a token that needs none.
+    for (const [token, name] of [[subject, 'subject_token'], [actor, 'actor_token']] as const) {
+      if (token?.jkt !== undefined && token.jkt !== jkt) throw invalidGrant(`The ${name} is bound to a key: present a DPoP proof of that key.`);
+    }
 
     const audience = this.target(client, request, subject);
     const scope = exchangedScope(client, subject, request.scope);
@@ -137,11 +142,12 @@ export class TokenExchangeGrantService {
       audience,
       act,
       notAfter: subject.exp,
+      jkt,
     });
     return {
       access_token: access.token,
       issued_token_type: ACCESS_TOKEN_TYPE,
-      token_type: 'Bearer',
+      token_type: jkt ? 'DPoP' : 'Bearer',
       expires_in: access.exp - access.iat,
       scope,
     };

@@ -24,7 +24,8 @@ export type GrantRef = Pick<Grant, 'id' | 'userId' | 'clientId' | 'expiresAt'> &
 /** The success body of the token endpoint (RFC 6749 5.1). */
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` for a token bound to the key of the request's proof (RFC 9449 5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   /** Absent for the client-credentials grant (RFC 6749 4.4.3). */
   refresh_token?: string;
@@ -52,6 +53,17 @@ export interface AccessTokenClaims {
   notAfter?: number;
   /** RFC 9068 2.2.1: how the person signed in (RFC 8176), when the grant's login says; `acr` follows from it. */
   amr?: string[];
+  /** RFC 9449 6.1: the thumbprint of the key the token is bound to (`cnf.jkt`). */
+  jkt?: string;
+}
+
+/**
+ * RFC 9449: the thumbprint of the key of a token request's DPoP proof (the access token is bound to it), and the
+ * key a new refresh token is bound to (a public client's: its refresh tokens are usable only with that key).
+ */
+export interface DpopBinding {
+  jkt?: string;
+  refreshJkt?: string;
 }
 
 export interface RefreshTokenSecret {
@@ -99,6 +111,7 @@ export class TokenIssuer {
         ...(claims.act ? { act: claims.act } : {}),
         ...(claims.grantClientId ? { gcid: claims.grantClientId } : {}),
         ...(claims.amr ? { amr: claims.amr, acr: acrOf(claims.amr) } : {}),
+        ...(claims.jkt ? { cnf: { jkt: claims.jkt } } : {}),
         iat,
         exp,
         jti,
@@ -116,25 +129,36 @@ export class TokenIssuer {
 
   /**
    * Tokens for `grant` with `scope`, storing the new refresh token together with `event` (its user and client are
-   * the grant's), which is logged once both are.
+   * the grant's), which is logged once both are. `binding`: the key of the request's DPoP proof, and whether the
+   * refresh token is bound to it too (a public client's).
    */
-  async issue(grant: GrantRef, scope: string, now: number, event: AuditEvent): Promise<TokenResponse> {
+  async issue(grant: GrantRef, scope: string, now: number, event: AuditEvent, binding: DpopBinding = {}): Promise<TokenResponse> {
     const refresh = this.newRefreshToken();
-    await this.refreshTokens.insert(TokenIssuer.refreshTokenOf(grant, scope, refresh), now, event);
+    await this.refreshTokens.insert(TokenIssuer.refreshTokenOf(grant, scope, refresh, binding.refreshJkt), now, event);
     this.audit.log(event);
-    return this.respond(grant, scope, refresh);
+    return this.respond(grant, scope, refresh, binding.jkt);
   }
 
   /**
    * The writes that store `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
    * are the grant's), for a caller that makes them part of its unit of work.
    */
-  refreshTokenWrites(grant: GrantRef, now: number, event: AuditEvent, refreshScope: string, refresh: RefreshTokenSecret): StatementWrite[] {
-    return this.refreshTokens.insertWrites(TokenIssuer.refreshTokenOf(grant, refreshScope, refresh), now, event);
+  refreshTokenWrites(
+    grant: GrantRef,
+    now: number,
+    event: AuditEvent,
+    refreshScope: string,
+    refresh: RefreshTokenSecret,
+    refreshJkt?: string,
+  ): StatementWrite[] {
+    return this.refreshTokens.insertWrites(TokenIssuer.refreshTokenOf(grant, refreshScope, refresh, refreshJkt), now, event);
   }
 
-  /** The row of a new refresh token for `grant` with `refreshScope`; the family's lifetime is absolute. */
-  static refreshTokenOf(grant: GrantRef, refreshScope: string, refresh: RefreshTokenSecret): NewRefreshToken {
+  /**
+   * The row of a new refresh token for `grant` with `refreshScope`, bound to the key `refreshJkt` if given; the
+   * family's lifetime is absolute.
+   */
+  static refreshTokenOf(grant: GrantRef, refreshScope: string, refresh: RefreshTokenSecret, refreshJkt?: string | null): NewRefreshToken {
     return {
       tokenHash: refresh.hash,
       grantId: grant.id,
@@ -142,6 +166,7 @@ export class TokenIssuer {
       userId: grant.userId,
       scope: refreshScope,
       expiresAt: grant.expiresAt,
+      dpopJkt: refreshJkt ?? null,
     };
   }
 
@@ -149,7 +174,7 @@ export class TokenIssuer {
    * The token response for a refresh token already stored (by {@link issue}, or by the caller's own statement),
    * or without one (a client not allowed the refresh-token grant).
    */
-  respond(grant: GrantRef, scope: string, refresh?: RefreshTokenSecret): TokenResponse {
+  respond(grant: GrantRef, scope: string, refresh?: RefreshTokenSecret, jkt?: string): TokenResponse {
     const access = this.mintAccessToken({
       sub: grant.userId,
       clientId: grant.clientId,
@@ -157,11 +182,12 @@ export class TokenIssuer {
       grantId: grant.id,
       audience: grant.audience,
       amr: grant.login?.amr,
+      jkt,
     });
     const openid = grant.login !== undefined && scope.split(' ').includes(OidcScope.openid);
     return {
       access_token: access.token,
-      token_type: 'Bearer',
+      token_type: jkt ? 'DPoP' : 'Bearer',
       expires_in: this.config.accessTokenTtl,
       ...(refresh ? { refresh_token: refresh.secret } : {}),
       scope,

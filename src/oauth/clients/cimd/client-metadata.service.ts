@@ -141,6 +141,7 @@ function clientOf(metadata: ClientMetadata): Client {
     trusted: false,
     minimumAcr: null,
     requirePushedRequests: false,
+    dpopBoundAccessTokens: false,
     createdAt: Date.now(),
     metadataDocument: document,
   };

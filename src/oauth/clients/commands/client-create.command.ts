@@ -12,6 +12,7 @@ interface ClientCreateOptions {
   trusted?: boolean;
   minimumAcr?: string;
   requirePar?: boolean;
+  requireDpop?: boolean;
   scope?: string;
   grant?: string[];
   refreshGrace?: number;
@@ -39,6 +40,7 @@ export class ClientCreateCommand extends ClientKeyOptions {
         trusted: options.trusted,
         minimumAcr: options.minimumAcr,
         requirePushedRequests: options.requirePar,
+        dpopBoundAccessTokens: options.requireDpop,
         scope: options.scope,
         grantTypes: options.grant,
         refreshGraceSeconds: options.refreshGrace,
@@ -85,6 +87,11 @@ export class ClientCreateCommand extends ClientKeyOptions {
 
   @Option({ flags: '--require-par', description: 'its authorization requests must be pushed to /par (RFC 9126)' })
   requirePar(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--require-dpop', description: 'its token requests must carry a DPoP proof: its access tokens are bound to a key (RFC 9449)' })
+  requireDpop(): boolean {
     return true;
   }
 

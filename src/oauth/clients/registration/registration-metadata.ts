@@ -32,6 +32,10 @@ export interface ClientMetadata {
   jwks?: unknown;
   jwksUri?: unknown;
   signingAlg?: unknown;
+  /** RFC 9126 6: its authorization requests must be pushed. */
+  requirePushedRequests: boolean;
+  /** RFC 9449 5.2: its access tokens must be bound to a key. */
+  dpopBoundAccessTokens: boolean;
 }
 
 export function metadataError(description: string): RegistrationError {
@@ -104,6 +108,12 @@ export function registrationMetadata(body: unknown, defaultAuthMethod: AuthMetho
       ? { jwks: fields.jwks, jwksUri: fields.jwks_uri, signingAlg: fields.token_endpoint_auth_signing_alg }
       : {};
 
+  const flag = (field: string): boolean => {
+    const value = fields[field] ?? false;
+    if (typeof value !== 'boolean') throw metadataError(`${field} must be true or false.`);
+    return value;
+  };
+
   return {
     name: name.trim(),
     redirectUris,
@@ -112,6 +122,8 @@ export function registrationMetadata(body: unknown, defaultAuthMethod: AuthMetho
     scope: [...new Set(scopes)].join(' '),
     postLogoutRedirectUris,
     ...keys,
+    requirePushedRequests: flag('require_pushed_authorization_requests'),
+    dpopBoundAccessTokens: flag('dpop_bound_access_tokens'),
   };
 }
 

@@ -28,6 +28,8 @@ export interface RegisteredClient {
   jwks?: JwkSet;
   jwks_uri?: string;
   token_endpoint_auth_signing_alg?: string;
+  require_pushed_authorization_requests?: true;
+  dpop_bound_access_tokens?: true;
 }
 
 /**
@@ -73,6 +75,8 @@ export class RegistrationService {
           jwks: metadata.jwks,
           jwksUri: metadata.jwksUri,
           tokenEndpointAuthSigningAlg: metadata.signingAlg,
+          requirePushedRequests: metadata.requirePushedRequests,
+          dpopBoundAccessTokens: metadata.dpopBoundAccessTokens,
         },
         { actor: 'anonymous', context },
       ),
@@ -116,6 +120,8 @@ export class RegistrationService {
           jwks: metadata.jwks,
           jwksUri: metadata.jwksUri,
           tokenEndpointAuthSigningAlg: metadata.signingAlg,
+          requirePushedRequests: metadata.requirePushedRequests,
+          dpopBoundAccessTokens: metadata.dpopBoundAccessTokens,
         },
         { actor: `client:${clientId}`, context },
       ),
@@ -176,6 +182,8 @@ export class RegistrationService {
       ...(client.jwks ? { jwks: client.jwks } : {}),
       ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
       ...(client.tokenEndpointAuthSigningAlg ? { token_endpoint_auth_signing_alg: client.tokenEndpointAuthSigningAlg } : {}),
+      ...(client.requirePushedRequests ? { require_pushed_authorization_requests: true as const } : {}),
+      ...(client.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true as const } : {}),
     };
   }
 }

@@ -38,7 +38,13 @@ export class IntrospectionController {
           iat: { type: 'integer' },
           iss: { type: 'string' },
           aud: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'the resources the token is for' },
-          token_type: { type: 'string', enum: ['Bearer', 'refresh_token'] },
+          token_type: { type: 'string', enum: ['Bearer', 'DPoP', 'refresh_token'] },
+          cnf: {
+            type: 'object',
+            required: ['jkt'],
+            properties: { jkt: { type: 'string' } },
+            description: 'RFC 9449 6.2: the thumbprint of the key the token is bound to',
+          },
           act: {
             type: 'object',
             required: ['sub'],

@@ -19,7 +19,9 @@ export type Introspection =
       iat: number;
       iss: string;
       aud: string | string[];
-      token_type: 'Bearer' | 'refresh_token';
+      token_type: 'Bearer' | 'DPoP' | 'refresh_token';
+      /** RFC 9449 6.2: the key a DPoP-bound token (or a public client's refresh token) is bound to. */
+      cnf?: { jkt: string };
       /** RFC 8693 4.1 (a claim of the token and of its introspection): the actor of an exchanged access token. */
       act?: ActClaim;
     };
@@ -51,6 +53,7 @@ export class IntrospectionService {
         iss: this.config.issuer,
         aud: this.config.audience,
         token_type: 'refresh_token',
+        ...(refresh.dpopJkt ? { cnf: { jkt: refresh.dpopJkt } } : {}),
       };
     }
     const access = await this.accessTokens.verifySignatureAndClaims(token, { anyAudience: true }).catch(() => undefined);
@@ -67,8 +70,9 @@ export class IntrospectionService {
       iat: access.iat,
       iss: this.config.issuer,
       aud: access.aud,
-      token_type: 'Bearer',
+      token_type: access.jkt ? 'DPoP' : 'Bearer',
       ...(access.act ? { act: access.act } : {}),
+      ...(access.jkt ? { cnf: { jkt: access.jkt } } : {}),
     };
   }
 }

@@ -1,0 +1,155 @@
+import { hash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import {
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+  calculateJwkThumbprint,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  importJWK,
+  jwtVerify,
+} from 'jose';
+import { LRUCache } from 'lru-cache';
+import { CLOCK_SKEW_SECONDS } from '../../keys/keys.config';
+import { DpopConfig } from './dpop.config';
+import { DpopNonces } from './dpop-nonces';
+import { DpopProofsRepository } from './dpop-proofs.repository';
+
+/** The proof algorithms accepted (RFC 9449 5.1 `dpop_signing_alg_values_supported`). */
+export const DPOP_ALGS = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
+
+/** A proof is accepted this many seconds after its `iat` (plus the clock skew), and its `jti` kept as long. */
+export const DPOP_PROOF_LIFETIME_S = 60;
+
+/** The members of a JWK that only a private (or symmetric) key has: a proof's `jwk` must have none. */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+/** What a proof's key must be for its algorithm; RSA keys of 2048 bits or more. */
+const KEY_OF_ALG: Record<(typeof DPOP_ALGS)[number], (jwk: Record<string, unknown>) => boolean> = {
+  ES256: (jwk) => jwk.kty === 'EC' && jwk.crv === 'P-256',
+  EdDSA: (jwk) => jwk.kty === 'OKP' && jwk.crv === 'Ed25519',
+  RS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
+  PS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
+};
+
+/** A proof refused: why, and whether a fresh nonce would help (`use_dpop_nonce`). */
+export class DpopProofError extends Error {
+  override name = 'DpopProofError';
+  constructor(
+    readonly description: string,
+    readonly useNonce = false,
+  ) {
+    super(description);
+  }
+}
+
+/** What a request's proof must match: the method and URL of the request, and the access token it carries, if any. */
+export interface ProofTarget {
+  htm: string;
+  htu: string;
+  accessToken?: string;
+  /** The token endpoint with DPOP_NONCE_SECRET set: the proof must carry a current nonce of this server. */
+  nonce?: boolean;
+}
+
+/** `ath` (RFC 9449 4.2): the base64url SHA-256 of the access token. */
+export function accessTokenHash(token: string): string {
+  return hash('sha256', token, 'base64url');
+}
+
+/** A URL as `htu` compares it (RFC 9449 4.3): without query and fragment, scheme and host normalised. */
+function htuOf(url: string): string | undefined {
+  if (!URL.canParse(url)) return undefined;
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+/**
+ * Checks DPoP proofs (RFC 9449 4.3) for the token endpoint and the resource server: `typ` dpop+jwt, an accepted
+ * `alg` with a public `jwk` of its kind, the signature, `htm` and `htu` of this request, `iat` within
+ * {@link DPOP_PROOF_LIFETIME_S}, `ath` of the presented token, the server's nonce where required, and a `jti` never
+ * seen before by any instance (the database). Returns the key's thumbprint (`jkt`, RFC 7638).
+ *
+ * Imported keys and their thumbprints are kept (bounded): a client signs every proof with the same key.
+ */
+@Injectable()
+export class DpopProofs {
+  private readonly keys = new LRUCache<string, { key: CryptoKey | Uint8Array; jkt: string }>({ max: 10_000 });
+
+  constructor(
+    private readonly used: DpopProofsRepository,
+    private readonly nonces: DpopNonces,
+    readonly config: DpopConfig,
+  ) {}
+
+  /** The `DPoP` header's proof checked against `target`: the key's thumbprint, or a {@link DpopProofError}. */
+  async check(header: string | string[] | undefined, target: ProofTarget): Promise<string> {
+    if (header === undefined) throw new DpopProofError('A DPoP proof is required (the DPoP header).');
+    // Two headers (which Node joins with a comma) or a list: a compact JWS has no comma.
+    if (typeof header !== 'string' || header.includes(',')) throw new DpopProofError('Exactly one DPoP proof is allowed.');
+    const { key, jkt, alg } = await this.keyOf(header);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(header, key, {
+        typ: 'dpop+jwt',
+        algorithms: [alg],
+        maxTokenAge: DPOP_PROOF_LIFETIME_S,
+        clockTolerance: CLOCK_SKEW_SECONDS,
+        requiredClaims: ['jti', 'htm', 'htu', 'iat'],
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JOSEError) throw new DpopProofError(`The DPoP proof is invalid (${error.message}).`);
+      throw error;
+    }
+    const { jti, htm, htu, ath, nonce, iat } = payload as JWTPayload & Record<string, unknown>;
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw new DpopProofError('The DPoP proof needs a jti of 1 to 256 characters.');
+    if (htm !== target.htm) throw new DpopProofError(`The DPoP proof is for another method (htm must be ${target.htm}).`);
+    if (typeof htu !== 'string' || htuOf(htu) !== htuOf(target.htu)) throw new DpopProofError(`The DPoP proof is for another URL (htu must be ${target.htu}).`);
+    if (target.accessToken !== undefined) {
+      if (ath !== accessTokenHash(target.accessToken)) throw new DpopProofError('The DPoP proof is not for this access token (ath).');
+    }
+    if (target.nonce && !this.nonces.isCurrent(nonce)) {
+      throw new DpopProofError(nonce === undefined ? 'The DPoP proof needs a nonce of this server.' : 'The DPoP nonce is stale.', true);
+    }
+    const expiresAt = ((iat as number) + DPOP_PROOF_LIFETIME_S + 2 * CLOCK_SKEW_SECONDS) * 1000;
+    if (!(await this.used.use(hash('sha256', `${jkt}:${jti}`, 'base64url'), expiresAt))) {
+      throw new DpopProofError('The DPoP proof was already used (jti).');
+    }
+    return jkt;
+  }
+
+  /** The nonce a client is to put in its next proof (the `DPoP-Nonce` header); undefined when nonces are off. */
+  currentNonce(): string | undefined {
+    return this.nonces.current();
+  }
+
+  /** The proof's public key (imported once per key) and its thumbprint, after the header's checks. */
+  private async keyOf(proof: string): Promise<{ key: CryptoKey | Uint8Array; jkt: string; alg: string }> {
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(proof);
+    } catch {
+      throw new DpopProofError('The DPoP proof is not a JWS.');
+    }
+    if (header.typ !== 'dpop+jwt') throw new DpopProofError('The DPoP proof must have typ dpop+jwt.');
+    const alg = header.alg as (typeof DPOP_ALGS)[number];
+    if (!(DPOP_ALGS as readonly string[]).includes(alg)) throw new DpopProofError(`The DPoP proof's alg must be one of ${DPOP_ALGS.join(', ')}.`);
+    const jwk = header.jwk as Record<string, unknown> | undefined;
+    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new DpopProofError('The DPoP proof must carry its public key (jwk).');
+    if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw new DpopProofError('The DPoP proof\'s jwk must be a public key.');
+    if (!KEY_OF_ALG[alg](jwk)) throw new DpopProofError(`The DPoP proof's jwk is not a key for ${alg}.`);
+    const id = `${alg}.${JSON.stringify([jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e])}`;
+    const cached = this.keys.get(id);
+    if (cached) return { ...cached, alg };
+    try {
+      const members = Object.entries({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, n: jwk.n, e: jwk.e });
+      const publicJwk = Object.fromEntries(members.filter(([, value]) => value !== undefined)) as JWK;
+      const entry = { key: await importJWK(publicJwk, alg), jkt: await calculateJwkThumbprint(publicJwk, 'sha256') };
+      this.keys.set(id, entry);
+      return { ...entry, alg };
+    } catch {
+      throw new DpopProofError('The DPoP proof\'s jwk is not a valid key.');
+    }
+  }
+}
