@@ -4,7 +4,7 @@ import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
 import { asDpopChallenge, bearerChallenge, dpopChallenge } from '../common/bearer-challenge';
-import { DPOP_ALGS, DpopProofError, DpopProofs } from './dpop/dpop-proofs.service';
+import { DPOP_ALGS, DpopProofError, DpopProofs } from './dpop-proofs.service';
 import { HttpProblemError } from '../common/http-problem.error';
 import { ACR_KEY, type RequestWithPrincipal } from './auth.decorators';
 import { type Acr, meetsAcr } from './acr';
@@ -73,7 +73,10 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
       if (!(error instanceof HttpProblemError)) throw error;
       const challenge = error.headers['WWW-Authenticate'];
       if (challenge === undefined || !challenge.startsWith('Bearer')) throw error;
-      throw new HttpProblemError(error.status, error.code, error.message, { ...error.headers, 'WWW-Authenticate': asDpopChallenge(challenge, ALGS) });
+      throw new HttpProblemError(error.status, error.code, error.message, {
+        ...error.headers,
+        'WWW-Authenticate': asDpopChallenge(challenge, ALGS),
+      });
     }
   }
 

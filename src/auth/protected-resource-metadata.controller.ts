@@ -6,8 +6,8 @@ import { NoQueryParams } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { Public } from './auth.decorators';
 import { resourceScopes } from './scopes';
-import { DpopConfig } from './dpop/dpop.config';
-import { DPOP_ALGS } from './dpop/dpop-proofs.service';
+import { DpopConfig } from './dpop.config';
+import { DPOP_ALGS } from './dpop-proofs.service';
 
 export interface ProtectedResourceMetadata {
   resource: string;

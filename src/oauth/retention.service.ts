@@ -11,7 +11,7 @@ import { type PruneStep, RetentionRepository } from './retention.repository';
 
 import { SecondFactorsService } from '../mfa/second-factors.service';
 import { PasskeysService } from '../mfa/passkeys.service';
-import { DpopProofsRepository } from '../auth/dpop/dpop-proofs.repository';
+import { DpopProofsRepository } from '../auth/dpop-proofs.repository';
 import { PushedRequestsService } from './par/pushed-requests.service';
 /** The PostgreSQL advisory lock key of the pruning job (an arbitrary constant of this service: "oauthprn"). */
 const PRUNE_LOCK_KEY = '6f61757468707266';

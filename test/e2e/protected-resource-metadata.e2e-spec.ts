@@ -20,11 +20,16 @@ describe('protected-resource metadata (RFC 9728)', () => {
     expect(Object.keys(res.body).sort()).toEqual([
       'authorization_servers',
       'bearer_methods_supported',
+      'dpop_bound_access_tokens_required',
+      'dpop_signing_alg_values_supported',
       'resource',
       'resource_documentation',
       'scopes_supported',
     ]);
     expect(res.body.resource).toBe('https://api.example.com');
+    // RFC 9449: DPoP-bound tokens are accepted (with a proof of these algorithms), bearer ones too unless DPOP_REQUIRED.
+    expect(res.body.dpop_signing_alg_values_supported).toEqual(['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256']);
+    expect(res.body.dpop_bound_access_tokens_required).toBe(false);
     expect(res.body.authorization_servers).toEqual(['https://auth.example.com']);
     expect(res.body.bearer_methods_supported).toEqual(['header']);
     // The resource's scopes: every defined scope but offline_access, an authorization-server scope (a refresh token).

@@ -122,7 +122,11 @@ export class CreateClientDto extends ClientKeysDto {
   @IsBoolean({ message: 'require_pushed_authorization_requests must be true or false' })
   require_pushed_authorization_requests?: boolean;
 
-  @ApiPropertyOptional({ example: false, default: false, description: 'RFC 9449: every token request carries a DPoP proof, so its access tokens are bound to a key' })
+  @ApiPropertyOptional({
+    example: false,
+    default: false,
+    description: 'RFC 9449: every token request carries a DPoP proof, so its access tokens are bound to a key',
+  })
   @OptionalField()
   @IsBoolean({ message: 'dpop_bound_access_tokens must be true or false' })
   dpop_bound_access_tokens?: boolean;

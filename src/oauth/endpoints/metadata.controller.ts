@@ -10,7 +10,7 @@ import { ASSERTION_SIGNING_ALGS } from '../client-auth/client-jwks';
 import { GRANT_TYPES } from '../entities/client.entity';
 import { SCOPE_CLAIMS } from '../oidc/oidc.scopes';
 import { RegistrationService } from '../clients/registration/registration.service';
-import { DPOP_ALGS } from '../../auth/dpop/dpop-proofs.service';
+import { DPOP_ALGS } from '../../auth/dpop-proofs.service';
 import { ClientMetadataConfig } from '../clients/cimd/client-metadata.config';
 
 /** The claims of the ID token and of UserInfo (by scope). */

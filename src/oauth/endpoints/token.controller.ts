@@ -2,7 +2,7 @@ import { type AuditContext, Origin } from '../../audit/audit-events';
 import { Controller, Header, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config';
-import { DpopProofError, DpopProofs } from '../../auth/dpop/dpop-proofs.service';
+import { DpopProofError, DpopProofs } from '../../auth/dpop-proofs.service';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
@@ -89,7 +89,11 @@ export class TokenController {
         required: ['access_token', 'token_type', 'expires_in', 'scope'],
         properties: {
           access_token: { type: 'string', description: 'RFC 9068 JWT, RS256' },
-          token_type: { type: 'string', enum: ['Bearer', 'DPoP'], description: 'DPoP: bound to the key of the request\'s DPoP proof (RFC 9449)' },
+          token_type: {
+            type: 'string',
+            enum: ['Bearer', 'DPoP'],
+            description: "DPoP: bound to the key of the request's DPoP proof (RFC 9449)",
+          },
           expires_in: { type: 'integer' },
           refresh_token: { type: 'string', description: 'not for client_credentials nor token exchange' },
           issued_token_type: { type: 'string', enum: [ACCESS_TOKEN_TYPE], description: 'token exchange (RFC 8693 2.2.1)' },

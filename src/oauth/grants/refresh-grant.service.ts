@@ -65,7 +65,15 @@ export class RefreshGrantService {
     const next = this.issuer.newRefreshToken();
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
     if (requestedScope === undefined && resource === undefined) {
-      const rotated = await this.tokens.rotateAndIssue({ now, tokenHash, clientId: client.id, nextHash: next.hash, sealed, jkt: jkt ?? null, event });
+      const rotated = await this.tokens.rotateAndIssue({
+        now,
+        tokenHash,
+        clientId: client.id,
+        nextHash: next.hash,
+        sealed,
+        jkt: jkt ?? null,
+        event,
+      });
       if (rotated) {
         this.audit.log({ ...event, userId: rotated.user_id });
         const expiresAt = epochMs(rotated.grant_expires_at);

@@ -100,8 +100,12 @@ export class TokenExchangeGrantService {
     if (actor && actor.clientId !== client.id) throw invalidGrant('The actor_token must have been issued to this client.');
     // A token bound to a key is exchanged only with a proof of that key: else a stolen one could be traded for
     // a token that needs none.
-    for (const [token, name] of [[subject, 'subject_token'], [actor, 'actor_token']] as const) {
-      if (token?.jkt !== undefined && token.jkt !== jkt) throw invalidGrant(`The ${name} is bound to a key: present a DPoP proof of that key.`);
+    for (const [token, name] of [
+      [subject, 'subject_token'],
+      [actor, 'actor_token'],
+    ] as const) {
+      if (token?.jkt !== undefined && token.jkt !== jkt)
+        throw invalidGrant(`The ${name} is bound to a key: present a DPoP proof of that key.`);
     }
 
     const audience = this.target(client, request, subject);

@@ -90,7 +90,10 @@ export class ClientCreateCommand extends ClientKeyOptions {
     return true;
   }
 
-  @Option({ flags: '--require-dpop', description: 'its token requests must carry a DPoP proof: its access tokens are bound to a key (RFC 9449)' })
+  @Option({
+    flags: '--require-dpop',
+    description: 'its token requests must carry a DPoP proof: its access tokens are bound to a key (RFC 9449)',
+  })
   requireDpop(): boolean {
     return true;
   }

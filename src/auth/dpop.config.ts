@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from '../../config/env';
+import { ConfigError, type Env } from '../config/env';
 
 /** DPoP (RFC 9449): whether every access token must be bound to a key, and the secret of the server's nonces. */
 export class DpopConfig {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, sql } from '../../database/sql';
+import { SqlRunner, Statement, sql } from '../database/sql';
 
 const USE = sql`INSERT INTO dpop_proofs (id, expires_at) VALUES (:id, :expiresAt) ON CONFLICT (id) DO NOTHING RETURNING id`;
 const DELETE_EXPIRED = new Statement(

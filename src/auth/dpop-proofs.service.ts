@@ -11,13 +11,16 @@ import {
   jwtVerify,
 } from 'jose';
 import { LRUCache } from 'lru-cache';
-import { CLOCK_SKEW_SECONDS } from '../../keys/keys.config';
+import { CLOCK_SKEW_SECONDS } from '../keys/keys.config';
 import { DpopConfig } from './dpop.config';
 import { DpopNonces } from './dpop-nonces';
 import { DpopProofsRepository } from './dpop-proofs.repository';
 
-/** The proof algorithms accepted (RFC 9449 5.1 `dpop_signing_alg_values_supported`). */
-export const DPOP_ALGS = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
+/**
+ * The proof algorithms accepted (RFC 9449 5.1 `dpop_signing_alg_values_supported`); `Ed25519` is EdDSA by its
+ * fully-specified name (RFC 9864), which current client libraries sign with.
+ */
+export const DPOP_ALGS = ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'] as const;
 
 /** A proof is accepted this many seconds after its `iat` (plus the clock skew), and its `jti` kept as long. */
 export const DPOP_PROOF_LIFETIME_S = 60;
@@ -29,6 +32,7 @@ const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const KEY_OF_ALG: Record<(typeof DPOP_ALGS)[number], (jwk: Record<string, unknown>) => boolean> = {
   ES256: (jwk) => jwk.kty === 'EC' && jwk.crv === 'P-256',
   EdDSA: (jwk) => jwk.kty === 'OKP' && jwk.crv === 'Ed25519',
+  Ed25519: (jwk) => jwk.kty === 'OKP' && jwk.crv === 'Ed25519',
   RS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
   PS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
 };
@@ -103,9 +107,11 @@ export class DpopProofs {
       throw error;
     }
     const { jti, htm, htu, ath, nonce, iat } = payload as JWTPayload & Record<string, unknown>;
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw new DpopProofError('The DPoP proof needs a jti of 1 to 256 characters.');
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
+      throw new DpopProofError('The DPoP proof needs a jti of 1 to 256 characters.');
     if (htm !== target.htm) throw new DpopProofError(`The DPoP proof is for another method (htm must be ${target.htm}).`);
-    if (typeof htu !== 'string' || htuOf(htu) !== htuOf(target.htu)) throw new DpopProofError(`The DPoP proof is for another URL (htu must be ${target.htu}).`);
+    if (typeof htu !== 'string' || htuOf(htu) !== htuOf(target.htu))
+      throw new DpopProofError(`The DPoP proof is for another URL (htu must be ${target.htu}).`);
     if (target.accessToken !== undefined) {
       if (ath !== accessTokenHash(target.accessToken)) throw new DpopProofError('The DPoP proof is not for this access token (ath).');
     }
@@ -134,10 +140,12 @@ export class DpopProofs {
     }
     if (header.typ !== 'dpop+jwt') throw new DpopProofError('The DPoP proof must have typ dpop+jwt.');
     const alg = header.alg as (typeof DPOP_ALGS)[number];
-    if (!(DPOP_ALGS as readonly string[]).includes(alg)) throw new DpopProofError(`The DPoP proof's alg must be one of ${DPOP_ALGS.join(', ')}.`);
+    if (!(DPOP_ALGS as readonly string[]).includes(alg))
+      throw new DpopProofError(`The DPoP proof's alg must be one of ${DPOP_ALGS.join(', ')}.`);
     const jwk = header.jwk as Record<string, unknown> | undefined;
-    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new DpopProofError('The DPoP proof must carry its public key (jwk).');
-    if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw new DpopProofError('The DPoP proof\'s jwk must be a public key.');
+    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk))
+      throw new DpopProofError('The DPoP proof must carry its public key (jwk).');
+    if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw new DpopProofError("The DPoP proof's jwk must be a public key.");
     if (!KEY_OF_ALG[alg](jwk)) throw new DpopProofError(`The DPoP proof's jwk is not a key for ${alg}.`);
     const id = `${alg}.${JSON.stringify([jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e])}`;
     const cached = this.keys.get(id);
@@ -149,7 +157,7 @@ export class DpopProofs {
       this.keys.set(id, entry);
       return { ...entry, alg };
     } catch {
-      throw new DpopProofError('The DPoP proof\'s jwk is not a valid key.');
+      throw new DpopProofError("The DPoP proof's jwk is not a valid key.");
     }
   }
 }
