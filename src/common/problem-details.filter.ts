@@ -12,7 +12,7 @@ import { requestIdOf } from './request-id.middleware';
 import { UnreadBodyError } from './unread-body';
 
 /** Paths whose errors keep the OAuth 2.0 format (RFC 6749 5.2) instead of problem+json. */
-const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect', '/par']);
+const OAUTH_JSON_PATHS = new Set(['/token', '/revoke', '/introspect', '/par', '/device_authorization']);
 /** Statuses RFC 6749 5.2 has an error code for; others (429, 5xx) stay problem+json there too. */
 const OAUTH_STATUSES = new Set([400, 401, 413, 415]);
 

@@ -13,7 +13,12 @@ export type OAuthErrorCode =
   /** RFC 9449 5: a DPoP proof missing where required, or invalid. */
   | 'invalid_dpop_proof'
   /** RFC 9449 8: the proof must carry the nonce the DPoP-Nonce header gives. */
-  | 'use_dpop_nonce';
+  | 'use_dpop_nonce'
+  /** RFC 8628 3.5: a device's poll before the person has answered, too soon, after a denial, or too late. */
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'access_denied'
+  | 'expired_token';
 
 /**
  * RFC 6749 (4.1.2.1, 5.2): an error_description may only hold %x20-21 / %x23-5B / %x5D-7E. Descriptions can echo

@@ -71,6 +71,10 @@ import { UserInfoController } from './endpoints/userinfo/userinfo.controller';
 import { UserInfoService } from './endpoints/userinfo/userinfo.service';
 import { SafeFetchModule } from '../common/safe-fetch/safe-fetch.module';
 import { ClientMetadataConfig } from './clients/cimd/client-metadata.config';
+import { DeviceAuthorizationController } from './endpoints/device-authorization.controller';
+import { DeviceController } from './interaction/device.controller';
+import { DeviceAuthorizationService } from './device/device-authorization.service';
+import { DeviceAuthorizationsRepository } from './device/device-authorizations.repository';
 import { ClientMetadataDocuments } from './clients/cimd/client-metadata.service';
 
 const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
@@ -112,6 +116,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     AccountSecurityController,
     AssetsController,
     PushedAuthorizationController,
+    DeviceAuthorizationController,
+    DeviceController,
     TokenController,
     RevocationController,
     IntrospectionController,
@@ -139,6 +145,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     GrantsRepository,
     AuthorizationRequestValidator,
     PushedRequestsService,
+    DeviceAuthorizationService,
+    DeviceAuthorizationsRepository,
     PushedRequestsRepository,
     ResourceIndicators,
     TokenIssuer,

@@ -12,6 +12,7 @@ import { type PruneStep, RetentionRepository } from './retention.repository';
 import { SecondFactorsService } from '../mfa/second-factors.service';
 import { PasskeysService } from '../mfa/passkeys.service';
 import { DpopProofsRepository } from '../auth/dpop-proofs.repository';
+import { DeviceAuthorizationsRepository } from './device/device-authorizations.repository';
 import { PushedRequestsService } from './par/pushed-requests.service';
 /** The PostgreSQL advisory lock key of the pruning job (an arbitrary constant of this service: "oauthprn"). */
 const PRUNE_LOCK_KEY = '6f61757468707266';
@@ -48,6 +49,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly passkeys: PasskeysService,
     private readonly pushedRequests: PushedRequestsService,
     private readonly dpopProofs: DpopProofsRepository,
+    private readonly deviceRequests: DeviceAuthorizationsRepository,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -100,6 +102,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       { table: 'login_challenges', cutoff: 'now', deleteBatch: (at, size) => this.secondFactors.deleteExpiredChallenges(at, size) },
       // Pushed authorization requests past their lifetime, used or not.
       { table: 'pushed_requests', cutoff: 'now', deleteBatch: (at, size) => this.pushedRequests.deleteExpired(at, size) },
+      // Device authorization requests past their lifetime, answered or not.
+      { table: 'device_authorizations', cutoff: 'now', deleteBatch: (at, size) => this.deviceRequests.deleteExpired(at, size) },
       // Used DPoP proofs too old to be accepted again anyway.
       { table: 'dpop_proofs', cutoff: 'now', deleteBatch: (at, size) => this.dpopProofs.deleteExpired(at, size) },
       // Passkey challenges no browser answered.

@@ -2,7 +2,7 @@ import { allScopes, isScope } from '../../auth/scopes';
 import { ACR_VALUES, type Acr } from '../../auth/acr';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
 import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from '../client-auth/client-jwks';
-import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
+import { type Client, DEVICE_CODE_GRANT, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
 import { isClientIdUrl } from './cimd/client-id-url';
 /** The rules a client's metadata follows, whoever states it: the command line, the admin API, registration (RFC 7591) and metadata documents. */
 export interface CreateClientInput {
@@ -215,8 +215,10 @@ export function checkedGrantTypes(values: string[] | undefined, isPublic: boolea
   const unknown = values.filter((v) => !(GRANT_TYPES as readonly string[]).includes(v));
   if (unknown.length) throw new InvalidClientInputError(`--grant must be one of: ${GRANT_TYPES.join(', ')} (not ${unknown.join(', ')})`);
   const grants = GRANT_TYPES.filter((g) => values.includes(g));
-  if (grants.includes('refresh_token') && !grants.includes('authorization_code')) {
-    throw new InvalidClientInputError('--grant refresh_token needs --grant authorization_code (refresh tokens come from it)');
+  if (grants.includes('refresh_token') && !grants.includes('authorization_code') && !grants.includes(DEVICE_CODE_GRANT)) {
+    throw new InvalidClientInputError(
+      `--grant refresh_token needs --grant authorization_code or ${DEVICE_CODE_GRANT} (refresh tokens come from them)`,
+    );
   }
   // A public client cannot keep a secret, so it cannot authenticate as itself (RFC 6749 4.4).
   if (isPublic && grants.includes('client_credentials')) {

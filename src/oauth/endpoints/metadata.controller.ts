@@ -81,6 +81,8 @@ export class MetadataController {
       authorization_response_iss_parameter_supported: true,
       // RFC 9126 5.
       pushed_authorization_request_endpoint: `${issuer}/par`,
+      // RFC 8628 4.
+      device_authorization_endpoint: `${issuer}/device_authorization`,
       require_pushed_authorization_requests: this.oauthConfig.requirePushedRequests,
       // RFC 9449 5.1: DPoP proofs are accepted at the token endpoint (and required with DPOP_REQUIRED).
       dpop_signing_alg_values_supported: [...DPOP_ALGS],

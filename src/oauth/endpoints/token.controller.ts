@@ -10,7 +10,8 @@ import { MetricsService } from '../../metrics/metrics.service';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
 import { CodeGrantService } from '../grants/code-grant.service';
 import { ClientCredentialsGrantService } from '../grants/client-credentials-grant.service';
-import { type Client, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
+import { type Client, DEVICE_CODE_GRANT, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
+import { DeviceAuthorizationService } from '../device/device-authorization.service';
 import { OAuthError } from '../oauth-error';
 import { OAuthErrorFilter } from '../oauth-error.filter';
 import { RefreshGrantService } from '../grants/refresh-grant.service';
@@ -31,6 +32,7 @@ export class TokenController {
     private readonly refreshGrant: RefreshGrantService,
     private readonly clientCredentials: ClientCredentialsGrantService,
     private readonly tokenExchange: TokenExchangeGrantService,
+    private readonly device: DeviceAuthorizationService,
     private readonly metrics: MetricsService,
     private readonly proofs: DpopProofs,
     config: AppConfig,
@@ -50,6 +52,7 @@ export class TokenController {
       redirect_uri: { type: 'string', description: 'authorization_code: as sent to /authorize, if it was' },
       code_verifier: { type: 'string', description: 'authorization_code: the PKCE verifier, if a challenge was sent' },
       refresh_token: { type: 'string', description: 'refresh_token' },
+      device_code: { type: 'string', description: `${DEVICE_CODE_GRANT} (RFC 8628): from /device_authorization` },
       scope: {
         type: 'string',
         description:
@@ -111,6 +114,10 @@ export class TokenController {
       'invalid_target',
       'invalid_dpop_proof',
       'use_dpop_nonce',
+      'authorization_pending',
+      'slow_down',
+      'access_denied',
+      'expired_token',
     ],
     rateLimited: true,
   })
@@ -193,6 +200,10 @@ export class TokenController {
           origin,
           jkt,
         );
+      case DEVICE_CODE_GRANT:
+        allowed(client, DEVICE_CODE_GRANT);
+        // A public client's refresh tokens are bound to the key too (RFC 9449 5), as in the code grant.
+        return this.device.poll(client, form.device_code, { jkt, refreshJkt: client.isPublic ? jkt : undefined }, origin);
       default:
         throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}.`);
     }

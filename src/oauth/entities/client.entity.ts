@@ -7,7 +7,9 @@ import type { JwkSet } from '../client-auth/client-jwks';
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 /** The `grant_type` values of the token endpoint. */
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', TOKEN_EXCHANGE_GRANT] as const;
+/** RFC 8628: the device authorization grant's type at the token endpoint. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', TOKEN_EXCHANGE_GRANT, DEVICE_CODE_GRANT] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 @Entity('clients')

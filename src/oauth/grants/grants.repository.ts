@@ -5,6 +5,7 @@ import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../../database/sql';
 import { Grant } from '../entities/grant.entity';
+import { type LoginRef, loginOf } from '../oidc/id-tokens';
 
 /**
  * The `token.exchanged` event, written only while the subject token's grant (and the actor token's, when it is a
@@ -36,6 +37,10 @@ const LIVE_GRANTS = sql`
   LEFT JOIN refresh_tokens r ON r.grant_id = g.id
   WHERE g.user_id = :userId AND g.revoked_at IS NULL AND g.expires_at > :now
   GROUP BY g.id, g.client_id, c.name, g.scope, g.created_at`;
+/** A live grant and its login, for tokens issued from it (a device grant's). */
+const ISSUABLE_GRANT = sql`
+  SELECT id, user_id, scope, expires_at, resources, auth_time, sid, amr FROM grants
+  WHERE id = :grantId AND revoked_at IS NULL AND expires_at > :now`;
 const UNREVOKED_GRANTS = sql`SELECT id FROM grants WHERE user_id = :userId AND client_id = :clientId AND revoked_at IS NULL`;
 
 interface LiveGrantRow {
@@ -57,6 +62,16 @@ export interface LiveGrant {
 }
 
 /** The grants' one way to their table (a grant's revocation also deletes its live refresh tokens). */
+/** A live grant as {@link GrantsRepository.issuable} reads it. */
+export interface IssuableGrant {
+  id: string;
+  userId: string;
+  scope: string;
+  expiresAt: number;
+  resources: string | null;
+  login: LoginRef | undefined;
+}
+
 @Injectable()
 export class GrantsRepository {
   constructor(
@@ -84,6 +99,29 @@ export class GrantsRepository {
   /** Runs `writes` (revocations, the revoked list's entries) and the event's insert in one transaction. */
   async writeWith(writes: StatementWrite[], event: AuditEvent): Promise<void> {
     await this.db.atomic([...writes, AuditRepository.insertOf(event)]);
+  }
+
+  /** A live grant with what issuing tokens from it needs; undefined when revoked, expired or gone. */
+  async issuable(grantId: string, now: number): Promise<IssuableGrant | undefined> {
+    const row = await this.db.one<{
+      id: string;
+      user_id: string;
+      scope: string;
+      expires_at: string | number;
+      resources: string | null;
+      auth_time: string | number | null;
+      sid: string | null;
+      amr: string | null;
+    }>(ISSUABLE_GRANT, { grantId, now });
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      userId: row.user_id,
+      scope: row.scope,
+      expiresAt: epochMs(row.expires_at),
+      resources: row.resources,
+      login: loginOf(row.auth_time, row.sid, null, row.amr),
+    };
   }
 
   /** A person's grants in force at `now`, with their clients' names. */

@@ -169,6 +169,22 @@ export interface AccountSecurityPageView {
   error?: string;
 }
 
+/** The page where a person enters the code a device shows them (RFC 8628 3.3). */
+export interface DeviceCodePageView {
+  csrf: string;
+  /** The code as typed, shown again with an error. */
+  userCode?: string;
+  error?: string;
+}
+
+/** The device's request, for the person to allow or deny; the code is shown to compare with the device's. */
+export interface DeviceConsentPageView {
+  csrf: string;
+  clientName: string;
+  userCode: string;
+  scopes: { name: string; description: string }[];
+}
+
 /** The browser part of @simplewebauthn, then the script that drives the passkey forms (both served here). */
 const PASSKEY_SCRIPTS = '\n<script src="/assets/webauthn.js"></script><script src="/assets/passkeys.js"></script>';
 
@@ -255,6 +271,53 @@ ${fields}${hidden('csrf', opts.csrf)}
 </form></div>
 <footer>You can revoke this access at any time.</footer>`,
     );
+  }
+
+  /** The user-code form: posts `user_code` and `csrf` to `/device`. */
+  deviceCode(opts: DeviceCodePageView): string {
+    return this.document(
+      'Connect a device',
+      `<div class="card">
+<h1>Connect a device</h1><p class="lead">Enter the code your device shows.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/device">
+${hidden('csrf', opts.csrf)}
+<label for="user_code">Code</label>
+<input id="user_code" name="user_code" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="16" placeholder="BCDF-GHJK" value="${escapeHtml(opts.userCode ?? '')}" autofocus>
+<button type="submit">Continue</button>
+</form></div>`,
+    );
+  }
+
+  /** The device's request: posts `user_code`, `csrf` and `decision=allow|deny` to `/device/decision`. */
+  deviceConsent(opts: DeviceConsentPageView): string {
+    const name = escapeHtml(opts.clientName);
+    const scopes = opts.scopes
+      .map((s) => `<li><strong>${escapeHtml(s.description)}</strong><br><code>${escapeHtml(s.name)}</code></li>`)
+      .join('');
+    return this.document(
+      `Allow ${opts.clientName} on your device?`,
+      `<div class="card">
+<h1>${name} wants access to your account on a device</h1>
+<p class="lead">Continue only if your device shows this code: <strong>${escapeHtml(opts.userCode)}</strong>. If you did not start this yourself, deny it.</p>
+<p class="lead">If you allow it, <strong>${name}</strong> will be able to:</p>
+<ul class="scopes">${scopes}</ul>
+<form method="post" action="/device/decision">
+${hidden('user_code', opts.userCode)}${hidden('csrf', opts.csrf)}
+<div class="actions">
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+<button type="submit" name="decision" value="allow">Allow</button>
+</div>
+</form></div>
+<footer>You can revoke this access at any time on your connected apps page.</footer>`,
+    );
+  }
+
+  /** After the person's answer: back to the device. */
+  deviceDone(allowed: boolean): string {
+    const title = allowed ? 'Device connected' : 'Request denied';
+    const lead = allowed ? 'You can go back to your device: it is signed in now.' : 'The device was not given access to your account.';
+    return this.document(title, `<div class="card"><h1>${title}</h1><p class="lead">${lead}</p></div>`);
   }
 
   /**

@@ -28,3 +28,6 @@ export function usableLoginHint(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.length > MAX_LOGIN_HINT_LENGTH || CONTROL_CHARACTER.test(value)) return undefined;
   return value.trim() || undefined;
 }
+
+/** The OpenID Connect scopes: a request names them to get them (a client's registered scope alone does not). */
+export const OIDC_SCOPES: ReadonlySet<string> = new Set<string>([OidcScope.openid, OidcScope.profile, OidcScope.email]);

@@ -8,7 +8,7 @@ import { askableScopes, choseOwnRedirectUris } from '../../clients/client-metada
 import { isClientIdUrl } from '../../clients/cimd/client-id-url';
 import { ClientMetadataDocuments, ClientMetadataError } from '../../clients/cimd/client-metadata.service';
 import { IdTokenHints } from '../../oidc/id-token-hints';
-import { OidcScope, usableLoginHint } from '../../oidc/oidc.scopes';
+import { OIDC_SCOPES, OidcScope, usableLoginHint } from '../../oidc/oidc.scopes';
 import type { Client } from '../../entities/client.entity';
 import { safeDescription } from '../../oauth-error';
 import { isRegisteredRedirectUri } from '../../clients/redirect-uris';
@@ -36,7 +36,6 @@ export const AUTHORIZE_PARAMS = [
 export const MAX_NONCE_LENGTH = 512;
 /** A nonce: printable ASCII (as `state`; control characters never reach the database). */
 const NONCE = new RegExp(`^[\\x20-\\x7E]{1,${MAX_NONCE_LENGTH}}$`);
-const OIDC_SCOPES = new Set<string>([OidcScope.openid, OidcScope.profile, OidcScope.email]);
 
 /**
  * The `prompt` values (OpenID Connect Core 3.1.2.1) this server acts on. `select_account` shows the login page,
