@@ -34,7 +34,7 @@
 //        BENCH_SLICES    the code flows: each side's BENCH_DURATION is cut into this many slices, run alternately
 //                        (service, peer, peer, service, ...), and the verdict is the median of the slices' ratios,
 //                        so that the machine's drift over a minute weighs on both sides alike (default 4)
-//        BENCH_ONLY      comma list of resource,users,flows,sign-in (default: all); flows-sqlite / flows-postgres
+//        BENCH_ONLY      comma list of resource,users,flows,sign-in,dpop (default: all); flows-sqlite / flows-postgres
 //                        for one database's flows only
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
@@ -61,6 +61,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { freshBrowserFlow, mergeFlowRuns, runFlowLoops, sessionFlow, sessionRefreshFlow } from './lib/flows.mjs';
+import { DpopKey } from './lib/dpop.mjs';
 import { CookieJar, OAuthClient } from './lib/oauth.mjs';
 import { passkeySignIn, registerPasskey } from './lib/passkey-client.mjs';
 import { PeerOAuthClient } from './lib/peer-client.mjs';
@@ -89,9 +90,9 @@ import { fmtMb, fmtMs, fmtNum, freePort, summarize } from './lib/util.mjs';
 const DURATION = positive('BENCH_DURATION', 10);
 const SLICES = Math.max(1, Math.round(positive('BENCH_SLICES', 4)));
 const WARMUP = positive('BENCH_WARMUP', 2, true);
-const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres', 'sign-in'];
+const ONLY_VALUES = ['resource', 'users', 'flows', 'flows-sqlite', 'flows-postgres', 'sign-in', 'dpop'];
 const ONLY = new Set(
-  (process.env.BENCH_ONLY || 'resource,users,flows,sign-in')
+  (process.env.BENCH_ONLY || 'resource,users,flows,sign-in,dpop')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean),
@@ -847,6 +848,111 @@ async function signInScenario() {
   }
 }
 
+// 6. DPoP (RFC 9449) against bearer tokens on the same service (SQLite), alternating slices (bearer, DPoP, DPoP,
+// bearer) after a warm-up of each: GET /api/resource with 50 connections, a fresh proof per request (the same
+// request machinery for both, bench/lib/dpop-cannon.mjs), target DPoP >= 0.6x bearer; and the code flow (a) with a
+// proof at /token (DPoP-bound tokens), target >= 0.8x the bearer code flow.
+const DPOP_RESOURCE_TARGET = 0.6;
+const DPOP_FLOW_TARGET = 0.8;
+
+async function dpopScenario() {
+  const section = '6';
+  let service;
+  try {
+    service = await startService({
+      name: 'service (dpop, sqlite)',
+      port: await freePort(),
+      databaseUrl: `sqlite:${tmpSqlite('dpop')}`,
+      expectDemo: true,
+    });
+    const key = DpopKey.generate();
+    const clients = {
+      bearer: new OAuthClient({ issuer: service.issuer, ...service.demo }),
+      dpop: new OAuthClient({ issuer: service.issuer, ...service.demo, dpop: key }),
+    };
+    const url = `${service.issuer}/api/resource`;
+    const tokens = {};
+    for (const kind of ['bearer', 'dpop']) {
+      tokens[kind] = (await clients[kind].tokens(await clients[kind].loggedInJar(service.demo.email, service.demo.password))).access_token;
+    }
+    const proofCheck = await fetch(url, { headers: { authorization: `DPoP ${tokens.dpop}`, dpop: key.proof('GET', url, tokens.dpop) } });
+    if (proofCheck.status !== 200) throw new Error(`GET /api/resource with a DPoP token answered ${proofCheck.status}`);
+    const cannon = (kind) => ({
+      url,
+      connections: RESOURCE_CONNECTIONS,
+      dpop: { scheme: kind, token: tokens[kind], privateJwk: key.privateJwk },
+    });
+    // The token's proof checks and the jti store need a warm process, as the bearer path does.
+    if (WARMUP) for (const kind of ['bearer', 'dpop']) await autocannon({ ...cannon(kind), durationSec: WARMUP });
+    const resource = { bearer: [], dpop: [] };
+    for (const kind of ['bearer', 'dpop', 'dpop', 'bearer']) {
+      await quietCpus(`resource ${kind}`);
+      const measured = await withCpu(service.pid, () => autocannon({ ...cannon(kind), durationSec: DURATION / 2 }));
+      resource[kind].push({ ...measured.value, serverCpuShare: measured.cpuShare, cpuSec: measured.cpuSec });
+    }
+    const perSec = (list) => list.reduce((sum, r) => sum + r.requestsTotal, 0) / list.reduce((sum, r) => sum + r.durationSec, 0);
+    const rate = { bearer: perSec(resource.bearer), dpop: perSec(resource.dpop) };
+    const resourceRatio = rate.dpop / rate.bearer;
+    const resourceErrors = [...resource.bearer, ...resource.dpop].reduce((sum, r) => sum + cannonErrors(r), 0);
+
+    const user = { email: service.demo.email, password: service.demo.password };
+    const flows = { bearer: sessionFlow(clients.bearer, user), dpop: sessionFlow(clients.dpop, user) };
+    if (WARMUP) for (const kind of ['bearer', 'dpop']) await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flows[kind] });
+    const flowSlices = { bearer: [], dpop: [] };
+    for (const kind of ['bearer', 'dpop', 'dpop', 'bearer']) {
+      await quietCpus(`code flow ${kind}`);
+      flowSlices[kind].push(await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: DURATION / 2, ...flows[kind] }));
+    }
+    const flow = Object.fromEntries(Object.entries(flowSlices).map(([kind, list]) => [kind, mergeFlowRuns(list)]));
+    const flowRatio = flow.dpop.flowsPerSec / flow.bearer.flowsPerSec;
+    results.scenarios.dpop = {
+      resource: { bearerPerSec: rate.bearer, dpopPerSec: rate.dpop, ratio: resourceRatio, slices: resource },
+      codeFlow: { bearer: flow.bearer, dpop: flow.dpop, ratio: flowRatio },
+    };
+    for (const kind of ['bearer', 'dpop']) {
+      const last = resource[kind].at(-1);
+      row({
+        section,
+        name: `GET /api/resource, ${kind === 'dpop' ? 'DPoP token + proof' : 'bearer token'} (${RESOURCE_CONNECTIONS} conn)`,
+        rate: `${fmtNum(rate[kind])} req/s`,
+        p50: last.p50,
+        p99: last.p99,
+        errors: String(resource[kind].reduce((sum, r) => sum + cannonErrors(r), 0)),
+      });
+    }
+    row({
+      section,
+      name: 'req/s DPoP / bearer',
+      target: `>= ${DPOP_RESOURCE_TARGET}`,
+      measured: fmtRatio(resourceRatio),
+      result: verdict(resourceRatio >= DPOP_RESOURCE_TARGET, resourceErrors),
+    });
+    for (const kind of ['bearer', 'dpop']) {
+      row({
+        section,
+        name: `code flow (a), ${kind === 'dpop' ? 'DPoP proof at /token' : 'bearer'}, ${FLOW_LOOPS} loops`,
+        rate: `${fmtNum(flow[kind].flowsPerSec)} flows/s`,
+        p50: flow[kind].flow.p50,
+        p99: flow[kind].flow.p99,
+        errors: String(flow[kind].errors),
+      });
+    }
+    row({
+      section,
+      name: 'code flows/s DPoP / bearer',
+      target: `>= ${DPOP_FLOW_TARGET}`,
+      measured: fmtRatio(flowRatio),
+      result: verdict(flowRatio >= DPOP_FLOW_TARGET, flow.bearer.errors + flow.dpop.errors),
+    });
+    const proc = await stopService(service);
+    return [['dpop (sqlite)', proc.peakRssKb]];
+  } catch (error) {
+    throw withProcessStates(error, service);
+  } finally {
+    if (service) await stopProcess(service.proc);
+  }
+}
+
 // (c) fresh browser with login. One service process and one fresh peer process per database, both alive for the
 // whole block (the one not measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL.
 async function flowsScenario(kind) {
@@ -1137,6 +1243,7 @@ async function main() {
     ['flows-sqlite', 'flows sqlite', () => flowsScenario('sqlite')],
     ['flows-postgres', 'flows postgres', () => flowsScenario('postgres')],
     ['sign-in', 'sign-in', () => signInScenario()],
+    ['dpop', 'dpop', () => dpopScenario()],
   ];
   for (const [key, label, run] of scenarios) {
     if (!enabled(key)) continue;

@@ -118,8 +118,11 @@ export class OAuthClient {
     redirectUri = `${issuer}/demo/callback`,
     scope = SCOPE,
     authorizationPath = '/authorize',
+    dpop,
   }) {
     this.issuer = issuer;
+    // A DpopKey (bench/lib/dpop.mjs): every token request carries a proof of it, and its tokens are DPoP-bound.
+    this.dpop = dpop;
     this.authorizationPath = authorizationPath;
     this.clientId = clientId;
     this.redirectUri = redirectUri;
@@ -195,13 +198,18 @@ export class OAuthClient {
   async #token(form, step) {
     const res = await this.request('/token', {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: this.basic },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: this.basic,
+        ...(this.dpop ? { dpop: this.dpop.proof('POST', `${this.issuer}/token`) } : {}),
+      },
       body: new URLSearchParams(form).toString(),
     });
     const text = await res.text();
     expectStatus(res, [200], `${step} (${text.slice(0, 200)})`);
     const body = JSON.parse(text);
-    if (!body.access_token || !body.refresh_token || !/^bearer$/i.test(body.token_type)) throw new FlowError(`${step}: incomplete answer`);
+    const tokenType = this.dpop ? /^dpop$/i : /^bearer$/i;
+    if (!body.access_token || !body.refresh_token || !tokenType.test(body.token_type)) throw new FlowError(`${step}: incomplete answer`);
     return body;
   }
 

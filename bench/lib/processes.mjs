@@ -387,21 +387,29 @@ export async function startPeer({ name, script, port, env = {}, healthPath }) {
  * Runs autocannon in a child process pinned to the client CPU and returns its JSON result. Bounded by its own
  * duration plus a grace period after which it is killed.
  */
-export async function autocannon({ url, connections, durationSec, headers = {}, timeoutSec = 10 }) {
-  const args = [
-    path.join(ROOT, 'node_modules', 'autocannon', 'autocannon.js'),
-    '--json',
-    '--no-progress',
-    '-c',
-    String(connections),
-    '-d',
-    String(durationSec),
-    '-t',
-    String(timeoutSec),
-  ];
-  for (const [key, value] of Object.entries(headers)) args.push('-H', `${key}=${value}`);
-  args.push(url);
-  const proc = spawnPinned('autocannon', CLIENT_CPU, process.execPath, args, { PATH: process.env.PATH }, { keepHead: 4 * 1024 * 1024 });
+export async function autocannon({ url, connections, durationSec, headers = {}, timeoutSec = 10, dpop }) {
+  let args;
+  const env = { PATH: process.env.PATH };
+  if (dpop) {
+    // A request built per call (a proof each): bench/lib/dpop-cannon.mjs, with `dpop.scheme` bearer or dpop.
+    args = [path.join(ROOT, 'bench', 'lib', 'dpop-cannon.mjs')];
+    env.DPOP_CANNON = JSON.stringify({ url, connections, durationSec, timeoutSec, ...dpop });
+  } else {
+    args = [
+      path.join(ROOT, 'node_modules', 'autocannon', 'autocannon.js'),
+      '--json',
+      '--no-progress',
+      '-c',
+      String(connections),
+      '-d',
+      String(durationSec),
+      '-t',
+      String(timeoutSec),
+    ];
+    for (const [key, value] of Object.entries(headers)) args.push('-H', `${key}=${value}`);
+    args.push(url);
+  }
+  const proc = spawnPinned('autocannon', CLIENT_CPU, process.execPath, args, env, { keepHead: 4 * 1024 * 1024 });
   const limit = sleep((durationSec + timeoutSec + 30) * 1000).then(() => 'timeout');
   if ((await Promise.race([proc.exitPromise, limit])) === 'timeout') {
     await stopProcess(proc, 2000);

@@ -24,6 +24,11 @@ const EXPIRE_SESSIONS = sql`UPDATE sessions SET expires_at = :at WHERE user_id =
 const COUNT_CHALLENGES = sql`SELECT COUNT(*) AS n FROM login_challenges WHERE user_id = :id`;
 const EXPIRE_CHALLENGES = sql`UPDATE login_challenges SET expires_at = :at WHERE user_id = :id`;
 const COUNT_PUSHED = sql`SELECT COUNT(*) AS n FROM pushed_requests WHERE client_id = :id`;
+const INSERT_DEVICE = sql`
+  INSERT INTO device_authorizations
+    (id, user_code_hash, client_id, scope, resources, status, interval_seconds, next_poll_at, created_at, expires_at, user_id, grant_id)
+  VALUES (:id, :id, :clientId, :scope, NULL, 'pending', 5, 0, 0, :expiresAt, NULL, NULL)`;
+const COUNT_DEVICE = sql`SELECT COUNT(*) AS n FROM device_authorizations WHERE id = :id`;
 const INSERT_PROOF = sql`INSERT INTO dpop_proofs (id, expires_at) VALUES (:id, :expiresAt)`;
 const COUNT_PROOF = sql`SELECT COUNT(*) AS n FROM dpop_proofs WHERE id = :id`;
 const EXPIRE_PUSHED = sql`UPDATE pushed_requests SET expires_at = :at WHERE client_id = :clientId AND params LIKE '%expired%'`;
@@ -113,6 +118,9 @@ describe('the retention job', () => {
     for (let i = 0; i < expiredJtis; i++)
       await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: `expired-${i}`, expiresAt: now - 1_000 });
     await db.run(INSERT_JTI, { clientId: client.client_id, jtiHash: 'live', expiresAt: now + HOUR });
+    // Device authorization requests: one past its lifetime, one still waiting.
+    await db.run(INSERT_DEVICE, { id: 'old-device', clientId: client.client_id, scope: 'orders:read', expiresAt: now - 1_000 });
+    await db.run(INSERT_DEVICE, { id: 'waiting-device', clientId: client.client_id, scope: 'orders:read', expiresAt: now + 60_000 });
     // Used DPoP proofs: one too old to be accepted again, one still recent.
     await db.run(INSERT_PROOF, { id: 'old-proof', expiresAt: now - 1_000 });
     await db.run(INSERT_PROOF, { id: 'recent-proof', expiresAt: now + 60_000 });
@@ -126,6 +134,7 @@ describe('the retention job', () => {
       client_assertion_jtis: expiredJtis,
       login_challenges: 1,
       pushed_requests: 1,
+      device_authorizations: 1,
       dpop_proofs: 1,
       webauthn_challenges: 1,
       revoked_grants: 1,
@@ -148,6 +157,8 @@ describe('the retention job', () => {
     expect(await count(COUNT_CHALLENGES, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_CHALLENGES, waiting.id)).toBe(1);
     expect(await count(COUNT_PUSHED, client.client_id)).toBe(1);
+    expect(await count(COUNT_DEVICE, 'old-device')).toBe(0);
+    expect(await count(COUNT_DEVICE, 'waiting-device')).toBe(1);
     expect(await count(COUNT_PROOF, 'old-proof')).toBe(0);
     expect(await count(COUNT_PROOF, 'recent-proof')).toBe(1);
     expect(await count(COUNT_WEBAUTHN, waitedInVain.id)).toBe(0);
@@ -176,6 +187,7 @@ describe('the retention job', () => {
       client_assertion_jtis: 0,
       login_challenges: 0,
       pushed_requests: 0,
+      device_authorizations: 0,
       dpop_proofs: 0,
       webauthn_challenges: 0,
       revoked_grants: 0,

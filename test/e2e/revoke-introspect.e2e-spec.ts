@@ -209,13 +209,16 @@ describe('POST /revoke and POST /introspect', () => {
         introspection_endpoint: `${issuer}/introspect`,
         response_types_supported: ['code'],
         // The contract lists two; the machine-clients issue (written later) adds client_credentials, the agents issue
-        // token exchange (RFC 8693).
+        // token exchange (RFC 8693), the devices issue the device grant (RFC 8628).
         grant_types_supported: [
           'authorization_code',
           'refresh_token',
           'client_credentials',
           'urn:ietf:params:oauth:grant-type:token-exchange',
+          'urn:ietf:params:oauth:grant-type:device_code',
         ],
+        device_authorization_endpoint: `${issuer}/device_authorization`,
+        dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'],
         // The contract lists three; private_key_jwt (RFC 7523, written later) adds a fourth.
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
         code_challenge_methods_supported: ['S256'],

@@ -656,7 +656,13 @@ describe('token exchange (RFC 8693) for delegation', () => {
     it('lists the grant in the server metadata', async () => {
       const res = await t.http().get('/.well-known/oauth-authorization-server');
       expect(res.status).toBe(200);
-      expect(res.body.grant_types_supported).toEqual(['authorization_code', 'refresh_token', 'client_credentials', TOKEN_EXCHANGE_GRANT]);
+      expect(res.body.grant_types_supported).toEqual([
+        'authorization_code',
+        'refresh_token',
+        'client_credentials',
+        TOKEN_EXCHANGE_GRANT,
+        'urn:ietf:params:oauth:grant-type:device_code',
+      ]);
     });
   });
 });

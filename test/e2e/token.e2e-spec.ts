@@ -429,7 +429,9 @@ describe('POST /token', () => {
     it('answers unsupported_grant_type to password and implicit, and unauthorized_client to a grant this client may not use', async () => {
       const client = await registerClient(t, { trusted: true });
       expectOAuthError(await token(t, client, { grant_type: 'client_credentials' }), 400, 'unauthorized_client');
-      for (const grantType of ['password', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code', 'CLIENT_CREDENTIALS']) {
+      // The device grant is supported (RFC 8628), but this client was not registered for it.
+      expectOAuthError(await token(t, client, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code' }), 400, 'unauthorized_client');
+      for (const grantType of ['password', 'implicit', 'CLIENT_CREDENTIALS']) {
         expectOAuthError(await token(t, client, { grant_type: grantType }), 400, 'unsupported_grant_type');
       }
     });
