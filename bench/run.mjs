@@ -870,6 +870,7 @@ async function dpopScenario() {
       bearer: new OAuthClient({ issuer: service.issuer, ...service.demo }),
       dpop: new OAuthClient({ issuer: service.issuer, ...service.demo, dpop: key }),
     };
+    const keys = { dpop: key };
     const url = `${service.issuer}/api/resource`;
     const tokens = {};
     for (const kind of ['bearer', 'dpop']) {
@@ -880,7 +881,7 @@ async function dpopScenario() {
     const cannon = (kind) => ({
       url,
       connections: RESOURCE_CONNECTIONS,
-      dpop: { scheme: kind, token: tokens[kind], privateJwk: key.privateJwk },
+      dpop: { scheme: kind === 'bearer' ? 'bearer' : 'dpop', token: tokens[kind], privateJwk: keys[kind]?.privateJwk },
     });
     // The token's proof checks and the jti store need a warm process, as the bearer path does.
     if (WARMUP) for (const kind of ['bearer', 'dpop']) await autocannon({ ...cannon(kind), durationSec: WARMUP });
@@ -909,11 +910,14 @@ async function dpopScenario() {
       resource: { bearerPerSec: rate.bearer, dpopPerSec: rate.dpop, ratio: resourceRatio, slices: resource },
       codeFlow: { bearer: flow.bearer, dpop: flow.dpop, ratio: flowRatio },
     };
+    const cpuPerRequest = (list) => (list.reduce((sum, r) => sum + r.cpuSec, 0) * 1000) / list.reduce((sum, r) => sum + r.requestsTotal, 0);
+    const resourceNames = { bearer: 'bearer token', dpop: 'DPoP token + ES256 proof' };
     for (const kind of ['bearer', 'dpop']) {
       const last = resource[kind].at(-1);
       row({
         section,
-        name: `GET /api/resource, ${kind === 'dpop' ? 'DPoP token + proof' : 'bearer token'} (${RESOURCE_CONNECTIONS} conn)`,
+        name: `GET /api/resource, ${resourceNames[kind]} (${RESOURCE_CONNECTIONS} conn)`,
+        cpuOp: fmtMs(cpuPerRequest(resource[kind])),
         rate: `${fmtNum(rate[kind])} req/s`,
         p50: last.p50,
         p99: last.p99,

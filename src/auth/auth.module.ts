@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
@@ -25,7 +26,15 @@ import { RouteAccessCheck } from './route-access.check';
  * and the guard is global once the application imports this module.
  */
 @Module({
-  imports: [AppConfigModule.forFeature(AuthConfig), AppConfigModule.forFeature(DpopConfig), DiscoveryModule, KeysModule, PassportModule],
+  imports: [
+    AppConfigModule.forFeature(AuthConfig),
+    AppConfigModule.forFeature(DpopConfig),
+    DiscoveryModule,
+    // Verifies DPoP proofs (DpopProofs); no key of its own: each proof carries its public key.
+    JwtModule.register({}),
+    KeysModule,
+    PassportModule,
+  ],
   controllers: [ProtectedResourceMetadataController],
   providers: [
     SqlRunner,

@@ -1,0 +1,14 @@
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+const { DpopProofs } = require('./dist/src/auth/dpop-proofs.service.js');
+const { JwtService } = require('@nestjs/jwt');
+const { DpopKey } = await import('./bench/lib/dpop.mjs');
+const proofs = new DpopProofs({ use: async () => true }, { isCurrent: () => true, current: () => undefined }, new JwtService({}), { required: false });
+const key = DpopKey.generate();
+const token = 'eyJ' + 'a'.repeat(700);
+const N = 5000;
+const list = Array.from({ length: N }, () => key.proof('GET', 'http://localhost:3000/api/resource', token));
+await proofs.check(list[0], { htm: 'GET', htu: 'http://localhost:3000/api/resource', accessToken: token });
+let t = performance.now();
+for (let i = 1; i < N; i++) await proofs.check(list[i], { htm: 'GET', htu: 'http://localhost:3000/api/resource', accessToken: token });
+console.log('check', ((performance.now() - t) * 1000 / N).toFixed(1), 'us');
