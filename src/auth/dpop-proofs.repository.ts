@@ -1,11 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, sql } from '../database/sql';
+import { SqlRunner, expiredRowsDeletion, sql } from '../database/sql';
 
 const USE = sql`INSERT INTO dpop_proofs (id, expires_at) VALUES (:id, :expiresAt) ON CONFLICT (id) DO NOTHING RETURNING id`;
-const DELETE_EXPIRED = new Statement(
-  `DELETE FROM dpop_proofs WHERE id IN (SELECT id FROM dpop_proofs WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED = expiredRowsDeletion('dpop_proofs');
 
 /** The used DPoP proofs' one way to their table. */
 @Injectable()

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, type StatementWrite, epochMs } from '../database/sql';
+import { SqlRunner, Statement, type StatementWrite, epochMs, expiredRowsDeletion } from '../database/sql';
 
 /** An entry of the revoked list as stored: a grant id, or a whole client's or person's entry. */
 export interface RevokedEntry {
@@ -27,10 +27,7 @@ const PAGE_AFTER = new Statement(
 );
 
 /** Up to `:batch` entries past the life of every token they cover (planned at each run with its cutoff). */
-const DELETE_EXPIRED = new Statement(
-  `DELETE FROM revoked_grants WHERE grant_id IN (SELECT grant_id FROM revoked_grants WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED = expiredRowsDeletion('revoked_grants', 'grant_id');
 
 /** The auth module's one way to the revoked list's table. */
 @Injectable()

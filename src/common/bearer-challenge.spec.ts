@@ -29,6 +29,9 @@ describe('withResourceMetadata', () => {
   });
 
   it('leaves a challenge of another scheme as it is', () => {
+    expect(withResourceMetadata('DPoP error="invalid_dpop_proof", algs="ES256"', url)).toBe(
+      `DPoP error="invalid_dpop_proof", algs="ES256", resource_metadata="${url}"`,
+    );
     expect(withResourceMetadata('Basic realm="oauth"', url)).toBe('Basic realm="oauth"');
     expect(withResourceMetadata('Bearerish x="y"', url)).toBe('Bearerish x="y"');
   });

@@ -28,10 +28,13 @@ export function bearerChallenge(params: BearerChallengeParams): string {
   return pairs.length ? `Bearer ${pairs.join(', ')}` : 'Bearer';
 }
 
-/** A Bearer challenge with the protected-resource metadata URL added last (RFC 9728 5.1); other schemes unchanged. */
+/**
+ * A Bearer or DPoP challenge with the protected-resource metadata URL added last (RFC 9728 5.1); other schemes
+ * (Basic) unchanged.
+ */
 export function withResourceMetadata(challenge: string, metadataUrl: string): string {
   if (challenge === 'Bearer') return bearerChallenge({ resource_metadata: metadataUrl });
-  if (!challenge.startsWith('Bearer ')) return challenge;
+  if (!challenge.startsWith('Bearer ') && !challenge.startsWith('DPoP ')) return challenge;
   return `${challenge}, resource_metadata=${quotedString(metadataUrl)}`;
 }
 

@@ -8,7 +8,16 @@ import { handlesOf } from './connections';
 import { SqliteWrites } from './sqlite-writes';
 import { type SqlResult, type SqliteExec, Statement, type Write, bindValues } from './statement';
 
-export { type SqlResult, type SqliteExec, Statement, type StatementWrite, type Write, bindValues, sql } from './statement';
+export {
+  type SqlResult,
+  type SqliteExec,
+  Statement,
+  type StatementWrite,
+  type Write,
+  bindValues,
+  expiredRowsDeletion,
+  sql,
+} from './statement';
 
 /**
  * How long {@link SqlRunner.oneOrOutcome} waits for the database to answer again after a lost connection, to tell

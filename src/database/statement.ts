@@ -57,6 +57,16 @@ export function sql(strings: TemplateStringsArray): Statement {
   return new Statement(strings[0]);
 }
 
+/**
+ * The retention job's deletion of up to `:batch` rows of `table` that expired before `:cutoff`, by their `key`;
+ * planned at each run with its values (the cutoff moves). `table` and `key` are the caller's constants.
+ */
+export function expiredRowsDeletion(table: string, key = 'id'): Statement {
+  return new Statement(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at < :cutoff LIMIT :batch)`, {
+    unprepared: true,
+  });
+}
+
 /** Binds `params` to a statement's placeholders, for PostgreSQL or SQLite (which takes booleans as 0 and 1). */
 export function bindValues(statement: Statement, params: Record<string, unknown>, postgres: boolean): { text: string; values: unknown[] } {
   const { text, names } = statement.compile(postgres);

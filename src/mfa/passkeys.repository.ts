@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, epochMs, expiredRowsDeletion, sql } from '../database/sql';
 
 /** What a WebAuthn challenge was handed out for. */
 export type ChallengePurpose = 'register' | 'sign-in' | 'second-factor';
@@ -51,10 +51,7 @@ const INSERT_CHALLENGE = sql`
 const TAKE_CHALLENGE = sql`
   DELETE FROM webauthn_challenges WHERE id = :id AND expires_at > :now RETURNING challenge, purpose, user_id`;
 /** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
-const DELETE_EXPIRED_CHALLENGES = new Statement(
-  `DELETE FROM webauthn_challenges WHERE id IN (SELECT id FROM webauthn_challenges WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED_CHALLENGES = expiredRowsDeletion('webauthn_challenges');
 
 interface Row {
   id: string;

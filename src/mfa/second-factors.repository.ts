@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { SqlRunner, epochMs, expiredRowsDeletion, sql } from '../database/sql';
 
 /** A person's TOTP authenticator as stored: the secret (sealed when a key-encryption key is set). */
 export interface TotpFactorRow {
@@ -54,10 +54,7 @@ const PEEK_CHALLENGE = sql`
 const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
 const DELETE_CHALLENGES = sql`DELETE FROM login_challenges WHERE user_id = :userId`;
 /** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
-const DELETE_EXPIRED_CHALLENGES = new Statement(
-  `DELETE FROM login_challenges WHERE id IN (SELECT id FROM login_challenges WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED_CHALLENGES = expiredRowsDeletion('login_challenges');
 
 interface ChallengeRow {
   user_id: string;

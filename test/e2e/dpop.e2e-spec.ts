@@ -117,7 +117,7 @@ describe('DPoP (RFC 9449, oauth4webapi)', () => {
     const asBearer = await a.http().get('/api/resource').set('Authorization', `Bearer ${tokens.access_token}`);
     expect(asBearer.status).toBe(401);
     expect(asBearer.headers['www-authenticate']).toBe(
-      `DPoP error="invalid_token", error_description="This access token is bound to a key: send it with the DPoP scheme and a DPoP proof.", algs="${ALGS}"`,
+      `DPoP error="invalid_token", error_description="This access token is bound to a key: send it with the DPoP scheme and a DPoP proof.", algs="${ALGS}", resource_metadata="${a.config.resourceMetadataUrl}"`,
     );
     expect(asBearer.body.type).toBe('urn:problem-type:invalid-token');
 
@@ -131,14 +131,14 @@ describe('DPoP (RFC 9449, oauth4webapi)', () => {
       .set('DPoP', await proof(thief, { htm: 'GET', htu, ath: ath(tokens.access_token) }));
     expect(withOtherKey.status).toBe(401);
     expect(withOtherKey.headers['www-authenticate']).toMatch(
-      /^DPoP error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 EdDSA Ed25519 RS256 PS256"$/,
+      /^DPoP error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 EdDSA Ed25519 RS256 PS256", resource_metadata="[^"]+"$/,
     );
 
     // No proof at all.
     const noProof = await a.http().get('/api/resource').set('Authorization', `DPoP ${tokens.access_token}`);
     expect(noProof.status).toBe(401);
     expect(noProof.headers['www-authenticate']).toBe(
-      `DPoP error="invalid_dpop_proof", error_description="A DPoP proof is required (the DPoP header).", algs="${ALGS}"`,
+      `DPoP error="invalid_dpop_proof", error_description="A DPoP proof is required (the DPoP header).", algs="${ALGS}", resource_metadata="${a.config.resourceMetadataUrl}"`,
     );
 
     // A proof replayed, for another URL, for another method, without or with another ath.
@@ -420,6 +420,8 @@ describe('DPoP across two instances, with nonces and required server-wide (RFC 9
     expect(res.status).toBe(401);
     const dpopScheme = await b.http().get('/api/resource').set('Authorization', 'DPoP not-a-token');
     expect(dpopScheme.status).toBe(401);
-    expect(dpopScheme.headers['www-authenticate']).toBe(`DPoP error="invalid_token", algs="${ALGS}"`);
+    expect(dpopScheme.headers['www-authenticate']).toBe(
+      `DPoP error="invalid_token", algs="${ALGS}", resource_metadata="${b.config.resourceMetadataUrl}"`,
+    );
   });
 });

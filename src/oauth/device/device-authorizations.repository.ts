@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AuditRepository } from '../../audit/audit.repository';
-import { SqlRunner, Statement, sql } from '../../database/sql';
+import { SqlRunner, Statement, expiredRowsDeletion, sql } from '../../database/sql';
 
 export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'used';
 
@@ -69,10 +69,7 @@ const POLLED = sql`
   UPDATE device_authorizations SET interval_seconds = :intervalSeconds, next_poll_at = :nextPollAt WHERE id = :id AND status = 'pending'`;
 /** The tokens of an approved request are handed out once: whoever marks it used first. */
 const USE = sql`UPDATE device_authorizations SET status = 'used' WHERE id = :id AND status = 'approved'`;
-const DELETE_EXPIRED = new Statement(
-  `DELETE FROM device_authorizations WHERE id IN (SELECT id FROM device_authorizations WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED = expiredRowsDeletion('device_authorizations');
 
 /** The device authorization requests' one way to their table. */
 @Injectable()

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, Statement, sql } from '../../database/sql';
+import { SqlRunner, expiredRowsDeletion, sql } from '../../database/sql';
 
 const INSERT = sql`
   INSERT INTO pushed_requests (id, client_id, params, expires_at, used_at) VALUES (:id, :clientId, :params, :expiresAt, NULL)`;
@@ -9,10 +9,7 @@ const FIND = sql`
 const USE = sql`UPDATE pushed_requests SET used_at = :now WHERE id = :id AND used_at IS NULL AND expires_at > :now`;
 const REPLACE_PARAMS = sql`UPDATE pushed_requests SET params = :params WHERE id = :id AND used_at IS NULL`;
 /** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
-const DELETE_EXPIRED = new Statement(
-  `DELETE FROM pushed_requests WHERE id IN (SELECT id FROM pushed_requests WHERE expires_at < :cutoff LIMIT :batch)`,
-  { unprepared: true },
-);
+const DELETE_EXPIRED = expiredRowsDeletion('pushed_requests');
 
 /** The pushed authorization requests' one way to their table. */
 @Injectable()
