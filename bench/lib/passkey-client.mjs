@@ -40,7 +40,7 @@ export async function registerPasskey(client, jar) {
 
 /**
  * One passkey sign-in in a fresh browser: GET /login, POST /login/passkey/options, the authenticator's assertion,
- * POST /login/passkey. `step(name, fn)` times each request.
+ * POST /login/passkey. `step(name, fn)` times each request. Returns the browser's jar, with the session.
  */
 export async function passkeySignIn(client, authenticator, step) {
   const jar = new CookieJar();
@@ -68,4 +68,5 @@ export async function passkeySignIn(client, authenticator, step) {
     jar.store(res);
     if (!jar.get('oauth_session')) throw new FlowError('POST /login/passkey: no session cookie');
   });
+  return jar;
 }
