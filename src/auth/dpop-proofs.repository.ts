@@ -1,8 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, expiredRowsDeletion, sql } from '../database/sql';
+import { SqlRunner, Statement, sql } from '../database/sql';
 
-const USE = sql`INSERT INTO dpop_proofs (id, expires_at) VALUES (:id, :expiresAt) ON CONFLICT (id) DO NOTHING RETURNING id`;
-const DELETE_EXPIRED = expiredRowsDeletion('dpop_proofs');
+const USE = sql`INSERT INTO dpop_proofs (expires_at, id) VALUES (:expiresAt, :id) ON CONFLICT (expires_at, id) DO NOTHING RETURNING id`;
+/** By the key's leading column: a range at the start of the one B-tree. */
+const DELETE_EXPIRED = new Statement(
+  `DELETE FROM dpop_proofs WHERE (expires_at, id) IN (SELECT expires_at, id FROM dpop_proofs WHERE expires_at < :cutoff LIMIT :batch)`,
+  { unprepared: true },
+);
 
 /** The used DPoP proofs' one way to their table. */
 @Injectable()
