@@ -313,6 +313,81 @@ describe('DPoP (RFC 9449, oauth4webapi)', () => {
     expectOAuthError(stale, 400, 'invalid_dpop_proof');
   });
 
+  it('binds the code to the key of a proof at /par or of dpop_jkt at /authorize: its redemption needs that key (RFC 9449 10)', async () => {
+    const view = await registerClient(a, { trusted: true });
+    const key = await dpopKey();
+    const dpop = oauth.DPoP(clientOf(view), key.pair);
+    const { browser } = await signedIn(a);
+    /** A pushed request (with `options`), the browser's code for it, and the PKCE verifier. */
+    async function pushedCode(params: Record<string, string>, options: oauth.PushedAuthorizationRequestOptions = {}) {
+      const verifier = oauth.generateRandomCodeVerifier();
+      const state = oauth.generateRandomState();
+      const pushed = await oauth.pushedAuthorizationRequest(
+        as,
+        clientOf(view),
+        authOf(view),
+        new URLSearchParams({
+          response_type: 'code',
+          redirect_uri: REDIRECT_URI,
+          scope: 'orders:read',
+          state,
+          code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: 'S256',
+          ...params,
+        }),
+        { ...http, ...options },
+      );
+      const { request_uri } = await oauth.processPushedAuthorizationResponse(as, clientOf(view), pushed);
+      const res = await browser.get(
+        `/authorize?client_id=${encodeURIComponent(view.client_id)}&request_uri=${encodeURIComponent(request_uri)}`,
+      );
+      return { params: oauth.validateAuthResponse(as, clientOf(view), new URL(res.headers.location), state), verifier };
+    }
+    const redeem = (code: { params: URLSearchParams; verifier: string }, options: oauth.TokenEndpointRequestOptions = {}) =>
+      oauth.authorizationCodeGrantRequest(as, clientOf(view), authOf(view), code.params, REDIRECT_URI, code.verifier, {
+        ...http,
+        ...options,
+      });
+
+    const bound = await pushedCode({}, { DPoP: dpop });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, clientOf(view), await redeem(bound, { DPoP: dpop }));
+    expect(decodeJwt(tokens.access_token).payload.cnf).toEqual({ jkt: key.jkt });
+
+    // Stolen with the code: without a proof, or with the thief's key, the code yields nothing (and is used up).
+    const stolen = await redeem(await pushedCode({}, { DPoP: dpop }));
+    expect(stolen.status).toBe(400);
+    expect(await stolen.json()).toEqual({
+      error: 'invalid_grant',
+      error_description: 'This authorization code is bound to a key: present a DPoP proof of that key.',
+    });
+    const thief = oauth.DPoP(clientOf(view), (await dpopKey()).pair);
+    const withOtherKey = await redeem(await pushedCode({ dpop_jkt: key.jkt }), { DPoP: thief });
+    expect(withOtherKey.status).toBe(400);
+    expect(((await withOtherKey.json()) as { error: string }).error).toBe('invalid_grant');
+
+    // dpop_jkt naming another key than the proof's at /par.
+    const mismatch = await a
+      .http()
+      .post('/par')
+      .auth(view.client_id, view.client_secret!)
+      .set('DPoP', await proof(key, { htm: 'POST', htu: `${a.origin}/par` }))
+      .type('form')
+      .send({
+        response_type: 'code',
+        redirect_uri: REDIRECT_URI,
+        code_challenge: 'x'.repeat(43),
+        code_challenge_method: 'S256',
+        dpop_jkt: (await dpopKey()).jkt,
+      });
+    expectOAuthError(mismatch, 400, 'invalid_dpop_proof');
+    // A malformed dpop_jkt at /authorize goes back to the client.
+    const malformed = await browser.get(
+      `/authorize?response_type=code&client_id=${encodeURIComponent(view.client_id)}&redirect_uri=${encodeURIComponent(REDIRECT_URI)}&state=s&code_challenge=${'x'.repeat(43)}&code_challenge_method=S256&dpop_jkt=short`,
+    );
+    expect(malformed.status).toBe(302);
+    expect(new URL(malformed.headers.location).searchParams.get('error')).toBe('invalid_request');
+  });
+
   it('requires a proof of a client registered with dpop_bound_access_tokens', async () => {
     const view = await registerClient(a, { grantTypes: ['client_credentials'], scope: 'users:read', dpopBoundAccessTokens: true });
     expect(view.dpop_bound_access_tokens).toBe(true);

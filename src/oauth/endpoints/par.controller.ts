@@ -1,4 +1,8 @@
-import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Header, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { DpopProofs } from '../../auth/dpop-proofs.service';
+import { AppConfig } from '../../config/app-config';
+import { proofKeyAt } from '../dpop-binding';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
@@ -23,6 +27,8 @@ export class PushedAuthorizationController {
   constructor(
     private readonly validator: AuthorizationRequestValidator,
     private readonly pushed: PushedRequestsService,
+    private readonly proofs: DpopProofs,
+    private readonly config: AppConfig,
   ) {}
 
   @Post()
@@ -41,6 +47,10 @@ export class PushedAuthorizationController {
       max_age: { type: 'string' },
       login_hint: { type: 'string' },
       acr_values: { type: 'string' },
+      dpop_jkt: {
+        type: 'string',
+        description: 'RFC 9449 10: the thumbprint of the DPoP key the code is bound to (a DPoP proof here binds it too)',
+      },
       client_secret: { type: 'string' },
       ...CLIENT_ASSERTION_PROPERTIES,
     },
@@ -61,6 +71,8 @@ export class PushedAuthorizationController {
       'unauthorized_client',
       'unsupported_response_type',
       'request_not_supported',
+      'invalid_dpop_proof',
+      'use_dpop_nonce',
     ],
   })
   @UseGuards(ClientAuthGuard)
@@ -69,8 +81,18 @@ export class PushedAuthorizationController {
   async push(
     @AuthenticatedClient() client: Client,
     @OAuthForm() form: Record<string, string>,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
   ): Promise<{ request_uri: string; expires_in: number }> {
     const params = Object.fromEntries(Object.entries(form).filter(([name]) => !CLIENT_AUTHENTICATION.has(name)));
+    // RFC 9449 10.1: a proof here binds the code to its key, as dpop_jkt does (which must then name the same key).
+    const jkt = await proofKeyAt(this.proofs, req.headers.dpop, `${this.config.issuer}/par`, res);
+    if (jkt !== undefined) {
+      if (params.dpop_jkt !== undefined && params.dpop_jkt !== jkt) {
+        throw new OAuthError('invalid_dpop_proof', 'dpop_jkt does not name the key of the DPoP proof.');
+      }
+      params.dpop_jkt = jkt;
+    }
     const checked = await this.validator.validate({ ...params, client_id: client.id }, 'push');
     // Nothing is redirected from here: every refusal is the client's to hear (RFC 9126 2.3).
     if (checked.kind === 'fatal') throw new OAuthError('invalid_request', checked.message);

@@ -2,7 +2,8 @@ import { type AuditContext, Origin } from '../../audit/audit-events';
 import { Controller, Header, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config';
-import { DpopProofError, DpopProofs } from '../../auth/dpop-proofs.service';
+import { DpopProofs } from '../../auth/dpop-proofs.service';
+import { proofKeyAt } from '../dpop-binding';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
@@ -147,18 +148,11 @@ export class TokenController {
    * the current one (`DPoP-Nonce`), and a proof without it is refused with `use_dpop_nonce`.
    */
   private async proofKey(client: Client, header: string | string[] | undefined, res: Response): Promise<string | undefined> {
-    const nonce = this.proofs.currentNonce();
-    if (nonce !== undefined) res.setHeader('DPoP-Nonce', nonce);
-    if (header === undefined) {
-      if (!client.dpopBoundAccessTokens && !this.proofs.config.required) return undefined;
+    const jkt = await proofKeyAt(this.proofs, header, this.tokenUrl, res);
+    if (jkt === undefined && (client.dpopBoundAccessTokens || this.proofs.config.required)) {
       throw new OAuthError('invalid_dpop_proof', 'Tokens for this client must be bound to a key: send a DPoP proof.');
     }
-    try {
-      return await this.proofs.check(header, { htm: 'POST', htu: this.tokenUrl, nonce: nonce !== undefined });
-    } catch (error) {
-      if (!(error instanceof DpopProofError)) throw error;
-      throw new OAuthError(error.useNonce ? 'use_dpop_nonce' : 'invalid_dpop_proof', error.description);
-    }
+    return jkt;
   }
 
   private async grant(client: Client, form: Record<string, string>, origin: AuditContext, jkt: string | undefined): Promise<TokenResponse> {

@@ -32,6 +32,8 @@ export interface IssueCodeInput {
   resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
+  /** RFC 9449 10: the DPoP key (thumbprint) whose proof the code's redemption needs, or null. */
+  dpopJkt?: string | null;
   context: AuditContext;
 }
 
@@ -138,6 +140,7 @@ export class CodeGrantService {
       resources: ResourceIndicators.stored(input.resources),
       redirectUri: input.redirectUri,
       codeChallenge: input.codeChallenge,
+      dpopJkt: input.dpopJkt ?? null,
       nonce: input.nonce,
       authTime: user?.authTime ?? null,
       sid: user?.sid ?? null,
@@ -181,6 +184,7 @@ export class CodeGrantService {
         redirectUri: input.redirectUri ?? null,
         registeredRedirect: input.redirectUri === undefined || isRegisteredRedirectUri(client.redirectUris, input.redirectUri),
         withRefresh,
+        jkt: input.jkt ?? null,
         refreshJkt: binding.refreshJkt ?? null,
         requested: requestedResources.join(' '),
         api: this.resources.api,
@@ -254,6 +258,10 @@ export class CodeGrantService {
       if (input.redirectUri !== row.redirect_uri) throw invalidGrant('redirect_uri does not match the authorization request.');
     } else if (input.redirectUri !== undefined && !isRegisteredRedirectUri(client.redirectUris, input.redirectUri)) {
       throw invalidGrant('redirect_uri does not match the authorization request.');
+    }
+    // RFC 9449 10: a code bound to a key is redeemed only with a proof of that key.
+    if (row.dpop_jkt !== null && row.dpop_jkt !== input.jkt) {
+      throw invalidGrant('This authorization code is bound to a key: present a DPoP proof of that key.');
     }
     if (row.code_challenge !== null) {
       if (input.codeVerifier === undefined) throw new OAuthError('invalid_request', 'code_verifier is required.');

@@ -8,8 +8,8 @@ const GRANT_INSERT = `
   VALUES (:grantId, :userId, :clientId, :scope, :resources, :now, :grantExpiresAt, NULL, :authTime, :sid, :amr)`;
 const CODE_INSERT = `
   INSERT INTO authorization_codes
-    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
-  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce)`;
+    (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce, dpop_jkt)
+  VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce, :dpopJkt)`;
 /** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
@@ -34,9 +34,9 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
     RETURNING user_id),
   code_row AS (
     INSERT INTO authorization_codes
-      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce)
+      (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce, dpop_jkt)
     SELECT :codeHash, :grantId, :clientId, user_id, :redirectUri, :scope, :codeChallenge, CAST(:now AS bigint), CAST(:codeExpiresAt AS bigint), NULL,
-      CAST(:nonce AS text)
+      CAST(:nonce AS text), CAST(:dpopJkt AS varchar)
     FROM grant_row
     RETURNING user_id),
   audit AS (
@@ -45,7 +45,7 @@ const ISSUE_CODE_IN_SESSION = new Statement(`
     FROM code_row)
   SELECT user_id FROM code_row`);
 
-const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce';
+const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce, dpop_jkt';
 /**
  * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
  * concurrent redemption sees the grant as it was before any replay could revoke it.
@@ -79,6 +79,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
     SELECT * FROM code
     WHERE grant_revoked_at IS NULL AND grant_expires_at > :now AND expires_at > :now
       AND code_challenge IS NOT DISTINCT FROM :challenge
+      AND (dpop_jkt IS NULL OR dpop_jkt = CAST(:jkt AS varchar))
       AND (redirect_uri = :redirectUri OR (redirect_uri IS NULL AND :registeredRedirect))
       AND (:requested = '' OR NOT EXISTS (
         SELECT 1 FROM unnest(string_to_array(:requested, ' ')) AS requested(uri)
@@ -103,7 +104,7 @@ const CONSUME_CODE_AND_ISSUE = new Statement(`
  */
 const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
 const CONSUMED_OUTCOME = new Statement(`
-  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce,
+  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce, c.dpop_jkt,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr,
     EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = :refreshHash) AS issued,
@@ -124,6 +125,8 @@ export interface ConsumedCode {
   grant_expires_at: string | number | null;
   grant_resources: string | null;
   nonce: string | null;
+  /** RFC 9449 10: the key the code is bound to, or null. */
+  dpop_jkt: string | null;
   grant_auth_time: string | number | null;
   grant_sid: string | null;
   grant_amr: string | null;

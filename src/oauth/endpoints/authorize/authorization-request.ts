@@ -30,7 +30,12 @@ export const AUTHORIZE_PARAMS = [
   'nonce',
   // The level the request asks for holds at the consent form's post too.
   'acr_values',
+  // RFC 9449 10: the key the code is bound to.
+  'dpop_jkt',
 ] as const;
+
+/** A JWK SHA-256 thumbprint (RFC 7638), base64url: `dpop_jkt`. */
+const JWK_THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 
 /** The longest `nonce` stored with a code (OpenID Connect sets no limit; a client needs far less than this). */
 export const MAX_NONCE_LENGTH = 512;
@@ -69,6 +74,8 @@ export type AuthorizationRequestResult =
       resources: string[];
       state?: string;
       codeChallenge: string | null;
+      /** RFC 9449 10: the thumbprint of the DPoP key the code is bound to (`dpop_jkt`, or the key of /par's proof). */
+      dpopJkt: string | null;
       /** OpenID Connect: the `nonce` the ID token of this code repeats (null when none was sent). */
       nonce: string | null;
       /** The `prompt` values sent (empty: none). */
@@ -233,6 +240,10 @@ export class AuthorizationRequestValidator {
       return fail('invalid_request', 'This client must push its authorization requests to /par (RFC 9126) and send request_uri.');
     }
 
+    if (params.dpop_jkt !== undefined && !JWK_THUMBPRINT.test(params.dpop_jkt)) {
+      return fail('invalid_request', 'dpop_jkt must be the base64url SHA-256 thumbprint of a JWK (43 characters).');
+    }
+
     const nonce = params.nonce;
     if (nonce !== undefined && !NONCE.test(nonce)) {
       return fail('invalid_request', `nonce must be 1 to ${MAX_NONCE_LENGTH} printable ASCII characters.`);
@@ -279,6 +290,7 @@ export class AuthorizationRequestValidator {
       resources,
       state,
       codeChallenge: challenge ?? null,
+      dpopJkt: params.dpop_jkt ?? null,
       nonce: nonce ?? null,
       prompt,
       maxAge,

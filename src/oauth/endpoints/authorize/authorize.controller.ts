@@ -356,6 +356,7 @@ export class AuthorizeController {
       resources: request.resources,
       redirectUri: request.sentRedirectUri,
       codeChallenge: request.codeChallenge,
+      dpopJkt: request.dpopJkt,
       nonce: request.nonce,
     };
   }
