@@ -24,8 +24,13 @@ export function quotedString(value: string): string {
  * {@link withResourceMetadata}, so that a 401, a 400 and a 403 all name the same metadata URL.
  */
 export function bearerChallenge(params: BearerChallengeParams): string {
-  const pairs = ORDER.filter((name) => params[name] !== undefined).map((name) => `${name}=${quotedString(params[name]!)}`);
-  return pairs.length ? `Bearer ${pairs.join(', ')}` : 'Bearer';
+  return challengeOf('Bearer', ORDER, params);
+}
+
+/** A challenge of `scheme` with the auth-params of `params` present, in `order`, as quoted-strings. */
+function challengeOf<P extends object>(scheme: string, order: (keyof P)[], params: P): string {
+  const pairs = order.filter((name) => params[name] !== undefined).map((name) => `${String(name)}=${quotedString(String(params[name]))}`);
+  return pairs.length ? `${scheme} ${pairs.join(', ')}` : scheme;
 }
 
 /**
@@ -49,11 +54,7 @@ export interface DpopChallengeParams {
 
 /** The `WWW-Authenticate` value of a DPoP challenge of the resource API (RFC 9449 7.1). */
 export function dpopChallenge(params: DpopChallengeParams): string {
-  const order: (keyof DpopChallengeParams)[] = ['error', 'error_description', 'scope', 'algs'];
-  return `DPoP ${order
-    .filter((name) => params[name] !== undefined)
-    .map((name) => `${name}=${quotedString(params[name]!)}`)
-    .join(', ')}`;
+  return challengeOf('DPoP', ['error', 'error_description', 'scope', 'algs'], params);
 }
 
 /** A Bearer challenge of the guard restated for a request that used the DPoP scheme, with the accepted algorithms. */

@@ -14,6 +14,7 @@ import { OAuthConfig } from '../oauth.config';
 import { OAuthError } from '../oauth-error';
 import { OIDC_SCOPES } from '../oidc/oidc.scopes';
 import { ResourceIndicators } from '../resource-indicators';
+import { ClientsService } from '../clients/clients.service';
 import type { CurrentSession } from '../interaction/sessions.service';
 import { GrantsRepository } from '../grants/grants.repository';
 import { type DpopBinding, TokenIssuer, type TokenResponse } from '../grants/token-issuer.service';
@@ -85,6 +86,7 @@ export class DeviceAuthorizationService {
     private readonly audit: AuditService,
     private readonly app: AppConfig,
     private readonly config: OAuthConfig,
+    private readonly clients: ClientsService,
   ) {}
 
   /** RFC 8628 3.1: a new request of `client` for `scope` (its registered scopes, less OpenID's, when omitted). */
@@ -132,21 +134,17 @@ export class DeviceAuthorizationService {
    * The pending request of a typed user code, as the person is asked about it (its scopes those their role lets
    * them grant); undefined when there is none (unknown, expired, answered already).
    */
-  async pending(
-    typed: unknown,
-    clientName: (clientId: string) => Promise<string | undefined>,
-    userId: string,
-  ): Promise<DeviceRequestView | undefined> {
+  async pending(typed: unknown, userId: string): Promise<DeviceRequestView | undefined> {
     const code = normalizedUserCode(typed);
     if (code === undefined) return undefined;
     const row = await this.requests.byUserCode(hashSecret(code), Date.now());
     if (!row || row.status !== 'pending') return undefined;
-    const name = await clientName(row.client_id);
-    if (name === undefined) return undefined;
+    const client = await this.clients.find(row.client_id);
+    if (!client) return undefined;
     const held = await scopesHeld(row.scope.split(' ') as Scope[], () => this.users.roleOf(userId));
     return {
       clientId: row.client_id,
-      clientName: name,
+      clientName: client.name,
       userCode: displayedUserCode(code),
       scopes: held.map((name) => ({ name, description: scopeDescription(name) })),
     };
@@ -237,11 +235,7 @@ export class DeviceAuthorizationService {
       audience: this.resources.audienceFor([], grant.resources),
       login: grant.login,
     };
-    if (!client.grantTypes.includes('refresh_token')) {
-      await this.audit.save(event);
-      return this.issuer.respond(ref, grant.scope, undefined, binding.jkt);
-    }
-    return this.issuer.issue(ref, grant.scope, now, event, binding);
+    return this.issuer.issueFor(client, ref, grant.scope, now, event, binding);
   }
 }
 

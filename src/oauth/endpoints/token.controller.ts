@@ -16,7 +16,7 @@ import { DeviceAuthorizationService } from '../device/device-authorization.servi
 import { OAuthError } from '../oauth-error';
 import { OAuthErrorFilter } from '../oauth-error.filter';
 import { RefreshGrantService } from '../grants/refresh-grant.service';
-import type { TokenResponse } from '../grants/token-issuer.service';
+import { TokenIssuer, type TokenResponse } from '../grants/token-issuer.service';
 import { ACCESS_TOKEN_TYPE, JWT_TOKEN_TYPE, TokenExchangeGrantService } from '../grants/token-exchange-grant.service';
 
 function allowed(client: Client, grant: GrantType): void {
@@ -196,8 +196,7 @@ export class TokenController {
         );
       case DEVICE_CODE_GRANT:
         allowed(client, DEVICE_CODE_GRANT);
-        // A public client's refresh tokens are bound to the key too (RFC 9449 5), as in the code grant.
-        return this.device.poll(client, form.device_code, { jkt, refreshJkt: client.isPublic ? jkt : undefined }, origin);
+        return this.device.poll(client, form.device_code, TokenIssuer.bindingFor(client, jkt), origin);
       default:
         throw new OAuthError('unsupported_grant_type', `Supported: ${GRANT_TYPES.join(', ')}.`);
     }

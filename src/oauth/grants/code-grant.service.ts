@@ -163,8 +163,7 @@ export class CodeGrantService {
     // A resource this client may never name is refused before the code is spent (RFC 8707 2.2).
     const requestedResources = this.resources.atTokenEndpoint(client, input.resource);
     const withRefresh = client.grantTypes.includes('refresh_token');
-    // A public client's refresh tokens are bound to the key as well (RFC 9449 5): it has no other credential.
-    const binding = { jkt: input.jkt, refreshJkt: client.isPublic ? input.jkt : undefined };
+    const binding = TokenIssuer.bindingFor(client, input.jkt);
     const codeHash = hashSecret(input.code);
     const now = Date.now();
     const actor = `client:${client.id}` as const;
@@ -234,12 +233,7 @@ export class CodeGrantService {
       if (!withRefresh) return this.issuer.respond(grant, row.scope, undefined, binding.jkt);
       if (refresh && row.issued) return this.issuer.respond(grant, row.scope, refresh, binding.jkt);
     }
-    // A client not allowed the refresh-token grant gets no refresh token it could not use.
-    if (!withRefresh) {
-      await this.audit.save(event);
-      return this.issuer.respond(grant, row.scope, undefined, binding.jkt);
-    }
-    return this.issuer.issue(grant, row.scope, now, event, binding);
+    return this.issuer.issueFor(client, grant, row.scope, now, event, binding);
   }
 
   /**

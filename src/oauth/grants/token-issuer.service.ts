@@ -8,6 +8,7 @@ import type { AuditEvent } from '../../audit/audit-event.entity';
 import type { StatementWrite } from '../../database/sql';
 import { SigningKeysService } from '../../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../../auth/principal';
+import type { Client } from '../entities/client.entity';
 import type { Grant } from '../entities/grant.entity';
 import { IdTokenIssuer, type LoginRef } from '../oidc/id-tokens';
 import { OidcScope } from '../oidc/oidc.scopes';
@@ -125,6 +126,25 @@ export class TokenIssuer {
   newRefreshToken(): RefreshTokenSecret {
     const secret = randomSecret(32);
     return { secret, hash: hashSecret(secret) };
+  }
+
+  /**
+   * The binding of a token request's tokens to the key of its DPoP proof (`jkt`): the access token always, and a
+   * public client's refresh token too (RFC 9449 5: it has no other credential to bind it to).
+   */
+  static bindingFor(client: Pick<Client, 'isPublic'>, jkt: string | undefined): DpopBinding {
+    return { jkt, refreshJkt: client.isPublic ? jkt : undefined };
+  }
+
+  /**
+   * Tokens for `grant` with `scope` and `event` (its user and client the grant's): with a new refresh token stored
+   * together with the event for a client allowed the refresh-token grant, else the event alone (a client gets no
+   * refresh token it could not use).
+   */
+  async issueFor(client: Pick<Client, 'grantTypes'>, grant: GrantRef, scope: string, now: number, event: AuditEvent, binding: DpopBinding) {
+    if (client.grantTypes.includes('refresh_token')) return this.issue(grant, scope, now, event, binding);
+    await this.audit.save(event);
+    return this.respond(grant, scope, undefined, binding.jkt);
   }
 
   /**

@@ -5,7 +5,6 @@ import { Public } from '../../auth/auth.decorators';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../../common/openapi';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { safeEqual } from '../../common/crypto/secrets';
-import { ClientsService } from '../clients/clients.service';
 import { DeviceAuthorizationService } from '../device/device-authorization.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
@@ -26,7 +25,6 @@ export class DeviceController {
   constructor(
     private readonly sessions: SessionsService,
     private readonly device: DeviceAuthorizationService,
-    private readonly clients: ClientsService,
     private readonly pages: OAuthPages,
   ) {}
 
@@ -87,8 +85,7 @@ export class DeviceController {
   }
 
   private async answerCode(res: Response, session: CurrentSession, userCode: unknown): Promise<void> {
-    const name = async (clientId: string) => (await this.clients.find(clientId))?.name;
-    const pending = await this.device.pending(userCode, name, session.userId);
+    const pending = await this.device.pending(userCode, session.userId);
     if (!pending || pending.scopes.length === 0) {
       const typed = typeof userCode === 'string' ? userCode.slice(0, 16) : undefined;
       sendHtml(res, 400, this.pages.deviceCode({ csrf: session.csrfToken, userCode: typed, error: UNKNOWN_CODE }));
