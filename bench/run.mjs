@@ -4,7 +4,8 @@
 //      bench/peer/nest-hello-server.mjs (bare Nest 12 + Express, one controller), the latter twice: with Nest's stock
 //      ExpressAdapter (the reference of the target) and, for information, with the service's ExpressHttpAdapter
 //      (the same framework with the service's HTTP server set-up): req/s and p99 of each, the ratios
-//      service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service;
+//      service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service. The four take
+//      turns in BENCH_SLICES rounds (as the flows' sides do), and each ratio is the median of the rounds' ratios;
 //   2. GET /users?gender=female&sort=age&order=desc&limit=20 (10 connections) on PostgreSQL with 1k and with 100k
 //      users (a fresh database and service process for each), and the time of the one INSERT ... SELECT
 //      generate_series that seeds the 100k users ("100k-user bulk insert");
@@ -31,7 +32,7 @@
 //        node bench/run.mjs                 (without the build step; needs an up-to-date dist/)
 // Env:   BENCH_DURATION  seconds per measurement (default 10)
 //        BENCH_WARMUP    seconds of warm-up before each measurement (default 2; 0 for none)
-//        BENCH_SLICES    the code flows: each side's BENCH_DURATION is cut into this many slices, run alternately
+//        BENCH_SLICES    the code flows and GET /api/resource: each side's BENCH_DURATION is cut into this many slices, run alternately
 //                        (service, peer, peer, service, ...), and the verdict is the median of the slices' ratios,
 //                        so that the machine's drift over a minute weighs on both sides alike (default 4)
 //        BENCH_ONLY      comma list of resource,users,flows,sign-in,dpop (default: all); flows-sqlite / flows-postgres
@@ -284,12 +285,12 @@ async function quietCpus(label) {
 }
 
 /** Warm-up, then the measured autocannon run, with the server's CPU use during the measured run. */
-async function measureCannon(label, opts, server, db) {
+async function measureCannon(label, opts, server, db, { durationSec = DURATION, warmup = true } = {}) {
   const quiet = await quietCpus(label);
-  if (WARMUP > 0) await autocannon({ ...opts, durationSec: WARMUP });
-  log(`${label}: ${opts.connections} connections, ${DURATION} s`);
+  if (warmup && WARMUP > 0) await autocannon({ ...opts, durationSec: WARMUP });
+  log(`${label}: ${opts.connections} connections, ${durationSec} s`);
   const load0 = os.loadavg()[0];
-  const measured = await withCpu(server.pid, () => autocannon({ ...opts, durationSec: DURATION }), db);
+  const measured = await withCpu(server.pid, () => autocannon({ ...opts, durationSec }), db);
   if (server.proc.exited) throw withProcessState(new Error(`${label}: the server exited during the measurement`), server.proc);
   const disturbed = checkCpuShare(label, measured);
   checkClientShare(label, measured);
@@ -454,33 +455,34 @@ async function resourceScenario() {
     if (adaptedBody.message !== 'hello') throw new Error(`the adapted Nest hello app answers ${JSON.stringify(adaptedBody)}`);
 
     const headers = { authorization: `Bearer ${token}` };
-    const svc = await measureCannon(
-      'GET /api/resource (service)',
-      { url: `${service.issuer}/api/resource`, connections: RESOURCE_CONNECTIONS, headers },
-      service,
-    );
+    // The four servers take turns in SLICES rounds (each after its own warm-up in the first), the order reversed
+    // every other round, so that the machine's drift over the minutes weighs on all alike; the verdicts are the
+    // medians of each round's ratios.
+    const sides = [
+      { key: 'service', label: 'service', url: `${service.issuer}/api/resource`, server: service },
+      { key: 'baseline', label: 'baseline', url: `${baseline.url}/api/resource`, server: baseline },
+      { key: 'hello', label: 'Nest hello', url: hello.ready.url, server: hello },
+      { key: 'adapted', label: 'Nest hello, service adapter', url: helloAdapted.ready.url, server: helloAdapted },
+    ];
+    const slices = Object.fromEntries(sides.map((side) => [side.key, []]));
+    for (let i = 0; i < SLICES; i++) {
+      for (const side of i % 2 ? [...sides].reverse() : sides) {
+        const label = `GET /api/resource (${side.label})${SLICES > 1 ? `, slice ${i + 1}/${SLICES}` : ''}`;
+        const opts = { url: side.url, connections: RESOURCE_CONNECTIONS, headers };
+        slices[side.key].push(
+          await measureCannon(label, opts, side.server, undefined, { durationSec: DURATION / SLICES, warmup: i === 0 }),
+        );
+      }
+    }
+    const [svc, base, hel, adapted] = sides.map((side) => mergeCannonSlices(slices[side.key]));
+    const sliceRatio = (other) => median(slices.service.map((r, i) => r.requestsPerSec / slices[other][i].requestsPerSec));
     const svcProc = await stopService(service);
-    const base = await measureCannon(
-      'GET /api/resource (baseline)',
-      { url: `${baseline.url}/api/resource`, connections: RESOURCE_CONNECTIONS, headers },
-      baseline,
-    );
     const baseProc = await stopPeer(baseline);
-    const hel = await measureCannon(
-      'GET /api/resource (Nest hello)',
-      { url: hello.ready.url, connections: RESOURCE_CONNECTIONS, headers },
-      hello,
-    );
     const helloProc = await stopPeer(hello);
-    const adapted = await measureCannon(
-      'GET /api/resource (Nest hello, service adapter)',
-      { url: helloAdapted.ready.url, connections: RESOURCE_CONNECTIONS, headers },
-      helloAdapted,
-    );
     const adaptedProc = await stopPeer(helloAdapted);
 
-    const ratio = svc.requestsPerSec / base.requestsPerSec;
-    const helloRatio = svc.requestsPerSec / hel.requestsPerSec;
+    const ratio = sliceRatio('baseline');
+    const helloRatio = sliceRatio('hello');
     results.scenarios.resource = {
       service: svc,
       baseline: base,
@@ -488,12 +490,13 @@ async function resourceScenario() {
       nestHelloServiceAdapter: adapted,
       ratio,
       helloRatio,
-      adaptedHelloRatio: svc.requestsPerSec / adapted.requestsPerSec,
+      adaptedHelloRatio: sliceRatio('adapted'),
       serviceProcess: svcProc,
       baselinePeakRssKb: baseProc.peakRssKb,
       nestHelloProcess: helloProc,
       nestHelloServiceAdapterProcess: adaptedProc,
       order: ['service', 'baseline', 'nest hello', 'nest hello with the service adapter'],
+      slices,
     };
     const s = '1';
     measuredRow(s, `GET /api/resource service (${RESOURCE_CONNECTIONS} conn)`, svc, {
@@ -542,7 +545,7 @@ async function resourceScenario() {
         db: 'sqlite',
         service: side(svc),
         other: side(adapted),
-        ratio: svc.requestsPerSec / adapted.requestsPerSec,
+        ratio: sliceRatio('adapted'),
         target: 'info',
         result: 'info',
         first: 'service',
@@ -752,6 +755,38 @@ function mergeFlowSlices(slices) {
     disturbed: slices.some((r) => r.disturbed),
     waitedForQuietMs: slices.reduce((sum, r) => sum + r.waitedForQuietMs, 0),
     peakRssKbSoFar: Math.max(...slices.map((r) => r.peakRssKbSoFar ?? 0)),
+  };
+}
+
+/**
+ * The slices of one server's autocannon measurement as one result: requests over the summed time, CPU per request
+ * over all of them, latency percentiles as the slices' weighted by their requests (autocannon gives percentiles,
+ * not samples), the longest request of all.
+ */
+function mergeCannonSlices(slices) {
+  const sum = (key) => slices.reduce((total, r) => total + (r[key] ?? 0), 0);
+  // A percentile of all the requests lies between the slices' own: their mean weighted by requests stands for it.
+  const weighted = (key) => slices.reduce((total, r) => total + r[key] * r.requestsTotal, 0) / sum('requestsTotal');
+  const durationSec = sum('durationSec');
+  const requestsTotal = sum('requestsTotal');
+  return {
+    ...slices[0],
+    requestsPerSec: requestsTotal / durationSec,
+    requestsTotal,
+    durationSec,
+    p50: weighted('p50'),
+    p90: weighted('p90'),
+    p99: weighted('p99'),
+    max: Math.max(...slices.map((r) => r.max)),
+    ok2xx: sum('ok2xx'),
+    non2xx: sum('non2xx'),
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+    serverCpuShare: slices.reduce((total, r) => total + r.serverCpuShare * r.durationSec, 0) / durationSec,
+    serverCpuMsPerRequest: slices.reduce((total, r) => total + r.serverCpuMsPerRequest * r.requestsTotal, 0) / requestsTotal,
+    disturbed: slices.some((r) => r.disturbed),
+    waitedForQuietMs: sum('waitedForQuietMs'),
+    sliceRequestsPerSec: slices.map((r) => r.requestsPerSec),
   };
 }
 
