@@ -5,6 +5,7 @@ import pino from 'pino';
 import pinoPretty from 'pino-pretty';
 import { AppConfig } from '../config/app-config';
 import { traceLogFields, tracingEnabled } from '../telemetry/tracing';
+import { TurnBatchedStdout } from './turn-batched-stdout';
 
 /** The one pino instance: application logs (through nestjs-pino's Logger) and the access log both write to it. */
 export const ROOT_LOGGER = Symbol('ROOT_LOGGER');
@@ -27,11 +28,9 @@ const REDACT = [
 export const ACCESS_LOGGER = Symbol('ACCESS_LOGGER');
 const LOG_DESTINATION = Symbol('LOG_DESTINATION');
 
-/**
- * stdout, written asynchronously: lines gather in a buffer written out when it holds 8 KB, and at least every
- * 250 ms, so under load the access log costs one write per few dozen requests instead of one blocking write each.
- * pino flushes what is left synchronously when the process exits.
- */
+let sharedStdout: TurnBatchedStdout | undefined;
+const stdoutLines = (): TurnBatchedStdout => (sharedStdout ??= new TurnBatchedStdout());
+
 const destinationProvider = {
   provide: LOG_DESTINATION,
   inject: [AppConfig],
@@ -45,7 +44,7 @@ const destinationProvider = {
           ignore: 'pid,hostname',
           singleLine: true,
         })
-      : pino.destination({ dest: 1, sync: false, minLength: 8192, periodicFlush: 250 }),
+      : stdoutLines(),
 };
 
 /** With tracing on, every line written while a span is active carries its trace and span ids. */

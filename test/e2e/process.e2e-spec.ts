@@ -94,6 +94,14 @@ describe('the built service', () => {
       expect(answered.status).toBe(201);
       expect(JSON.parse(answered.body)).toMatchObject({ item: 'Slow widget', totalCents: 300, status: 'pending' });
       expect(await svc.exit).toBe(0);
+      // The lines written in the last turns before the exit reached the pipe: the signal's and the order's.
+      const lines = logsAfterBanner(svc.output()).split('\n');
+      expect(lines.some((l) => l.includes('SIGTERM received, shutting down'))).toBe(true);
+      const orderLine = lines
+        .filter((l) => l.includes('"request completed"'))
+        .map((l) => JSON.parse(l))
+        .find((l) => l.req.method === 'POST' && l.route === '/users/:userId/orders');
+      expect(orderLine).toMatchObject({ res: { statusCode: 201 } });
 
       // Restarted on the same database: the acknowledged order is there.
       const again = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent' });
