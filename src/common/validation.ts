@@ -61,6 +61,8 @@ function repeatedParameters(value: unknown, metadata: ArgumentMetadata): FieldEr
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // A custom parameter (the caller, the request) is not validated, as the stock pipe leaves it (validateCustomDecorators).
+    if (metadata.type === 'custom') return value;
     const errors = [...repeatedParameters(value, metadata), ...(this.toValidate(metadata) ? refusedFields(value) : [])];
     if (errors.length === 0) return super.transform(value, metadata);
     try {
