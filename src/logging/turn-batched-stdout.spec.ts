@@ -46,6 +46,17 @@ describe('TurnBatchedStdout', () => {
     expect(calls.flat().join('')).toBe('one\ntwo\n');
   });
 
+  it('stops writing, without throwing, once stdout fails (its reader gone), and flush still calls back', async () => {
+    const { stream, calls } = recorder();
+    const out = new TurnBatchedStdout(stream);
+    out.write('before\n');
+    await nextTurn();
+    stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    expect(() => out.write('after\n')).not.toThrow();
+    await new Promise<void>((resolve) => out.flush(() => resolve()));
+    expect(calls).toEqual([['before\n']]);
+  });
+
   it("is pino's destination: every entry one JSON line, in order", async () => {
     const { stream, calls } = recorder();
     const logger = pino({ level: 'info' }, new TurnBatchedStdout(stream));

@@ -10,12 +10,18 @@ import type { DestinationStream } from 'pino';
  */
 export class TurnBatchedStdout implements DestinationStream {
   private corked = false;
+  /** Set once stdout fails (its reader gone: EPIPE): logging stops there, as pino's own destination does. */
+  private broken = false;
 
   constructor(private readonly out: NodeJS.WriteStream = process.stdout) {
     process.once('exit', this.uncork);
+    out.on('error', () => {
+      this.broken = true;
+    });
   }
 
   write(line: string): void {
+    if (this.broken) return;
     if (!this.corked) {
       this.corked = true;
       this.out.cork();
@@ -27,6 +33,7 @@ export class TurnBatchedStdout implements DestinationStream {
   /** pino's `logger.flush(cb)`: `cb` once every line so far has been handed to the system. */
   flush(cb: (error?: Error) => void): void {
     this.uncork();
+    if (this.broken) return cb();
     this.out.write('', () => cb());
   }
 
