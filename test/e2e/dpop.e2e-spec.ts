@@ -10,6 +10,7 @@ import {
   b64url,
   decodeJwt,
   expectOAuthError,
+  pushCodeRequest,
   registerClient,
   signedIn,
   token,
@@ -320,23 +321,14 @@ describe('DPoP (RFC 9449, oauth4webapi)', () => {
     const { browser } = await signedIn(a);
     /** A pushed request (with `options`), the browser's code for it, and the PKCE verifier. */
     async function pushedCode(params: Record<string, string>, options: oauth.PushedAuthorizationRequestOptions = {}) {
-      const verifier = oauth.generateRandomCodeVerifier();
-      const state = oauth.generateRandomState();
-      const pushed = await oauth.pushedAuthorizationRequest(
-        as,
-        clientOf(view),
-        authOf(view),
-        new URLSearchParams({
-          response_type: 'code',
-          redirect_uri: REDIRECT_URI,
-          scope: 'orders:read',
-          state,
-          code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-          code_challenge_method: 'S256',
-          ...params,
-        }),
-        { ...http, ...options },
-      );
+      const {
+        response: pushed,
+        verifier,
+        state,
+      } = await pushCodeRequest(as, clientOf(view), authOf(view), params, {
+        ...http,
+        ...options,
+      });
       const { request_uri } = await oauth.processPushedAuthorizationResponse(as, clientOf(view), pushed);
       const res = await browser.get(
         `/authorize?client_id=${encodeURIComponent(view.client_id)}&request_uri=${encodeURIComponent(request_uri)}`,

@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
-import { Browser, NO_RATE_LIMITS, REDIRECT_URI, login, registerClient, signedIn } from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, REDIRECT_URI, login, pushCodeRequest, registerClient, signedIn } from '../support/oauth';
 import { type TestApp, type TestDatabase, createListeningTestApp, createTestDatabase } from '../support/test-app';
 
 /**
@@ -40,21 +40,8 @@ describe('pushed authorization requests (RFC 9126, oauth4webapi)', () => {
   const clientOf = (view: ClientView): oauth.Client => ({ client_id: view.client_id });
   const authOf = (view: ClientView) => oauth.ClientSecretBasic(view.client_secret!);
 
-  async function push(view: ClientView, extra: Record<string, string> = {}, server = as) {
-    const verifier = oauth.generateRandomCodeVerifier();
-    const state = oauth.generateRandomState();
-    const params = new URLSearchParams({
-      response_type: 'code',
-      redirect_uri: REDIRECT_URI,
-      scope: 'orders:read',
-      state,
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    const response = await oauth.pushedAuthorizationRequest(server, clientOf(view), authOf(view), params, http);
-    return { response, verifier, state };
-  }
+  const push = (view: ClientView, extra: Record<string, string> = {}, server = as) =>
+    pushCodeRequest(server, clientOf(view), authOf(view), extra, http);
 
   it('publishes the endpoint, answers 201 with a request_uri, and gives the code for it once', async () => {
     expect(as.pushed_authorization_request_endpoint).toBe(`${new URL(as.issuer).origin}/par`);

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type JWK, type JWTPayload, SignJWT, generateKeyPair } from 'jose';
 import type { Response } from 'supertest';
+import * as oauth from 'oauth4webapi';
 import { expect } from 'vitest';
 import { ClientsService } from '../../src/oauth/clients/clients.service';
 import { type ClientView, type CreateClientInput } from '../../src/oauth/clients/client-metadata';
@@ -28,6 +29,32 @@ export function pkcePair(): { verifier: string; challenge: string } {
 }
 
 /** HTTP Basic credentials as RFC 6749 2.3.1 wants them: each part form-URL-encoded, then base64. */
+/**
+ * A code request for `orders:read` with PKCE (S256) and a state, plus `extra`, pushed to `/par` with oauth4webapi:
+ * the response, the verifier and the state.
+ */
+export async function pushCodeRequest(
+  as: oauth.AuthorizationServer,
+  client: oauth.Client,
+  auth: oauth.ClientAuth,
+  extra: Record<string, string> = {},
+  options: oauth.PushedAuthorizationRequestOptions = {},
+): Promise<{ response: globalThis.Response; verifier: string; state: string }> {
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const params = new URLSearchParams({
+    response_type: 'code',
+    redirect_uri: REDIRECT_URI,
+    scope: 'orders:read',
+    state,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    ...extra,
+  });
+  const response = await oauth.pushedAuthorizationRequest(as, client, auth, params, options);
+  return { response, verifier, state };
+}
+
 export function basicAuth(id: string, secret: string): string {
   const encode = (v: string) => encodeURIComponent(v).replace(/%20/g, '+');
   return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
