@@ -126,6 +126,14 @@ export class UsersRepository {
     return Boolean((await this.users.update({ id }, changes)).affected);
   }
 
+  /**
+   * Replaces a password hash by a new one of the same password, unless it changed meanwhile (a reset, an update):
+   * false then, and the newer password stays.
+   */
+  async replacePasswordHash(id: string, previous: string, next: string): Promise<boolean> {
+    return Boolean((await this.users.update({ id, passwordHash: previous }, { passwordHash: next })).affected);
+  }
+
   /** Deletes a user; false when there is no such user. */
   async delete(id: string): Promise<boolean> {
     return Boolean((await this.users.delete({ id })).affected);

@@ -151,6 +151,15 @@ export class UsersService implements RoleDirectory {
     return (await this.users.credentialsOf(email.toLowerCase())) ?? undefined;
   }
 
+  /**
+   * After a password has matched `found`'s hash: stores a new hash of it when the stored one was made with other
+   * parameters than the hasher's (an earlier release's), so each person moves to today's at their next sign-in.
+   */
+  async upgradePasswordHash(found: UserCredentials, password: string): Promise<void> {
+    if (!this.hasher.needsRehash(found.passwordHash)) return;
+    await this.users.replacePasswordHash(found.id, found.passwordHash, await this.hasher.hash(password));
+  }
+
   exists(userId: string): Promise<boolean> {
     return this.users.exists(userId);
   }

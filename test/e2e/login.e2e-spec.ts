@@ -1,8 +1,11 @@
+import argon2 from 'argon2';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grant } from '../../src/oauth/entities/grant.entity';
 import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
+import { User } from '../../src/users/user.entity';
+import { UsersRepository } from '../../src/users/users.repository';
 import {
   Browser,
   NO_RATE_LIMITS,
@@ -198,6 +201,60 @@ describe('login session', () => {
       const elsewhere = await new Browser(t).submit(page, { email: user.email, password: TEST_PASSWORD });
       expect(elsewhere.status).toBe(403);
       expect(sessionCookie(elsewhere)).toBeUndefined();
+    });
+  });
+
+  describe('password hashes', () => {
+    /** The parameters of a PHC-format argon2id hash (16-byte salt, 32-byte hash), sorted: the format leaves their order open. */
+    const parametersOf = (hash: string) => {
+      const phc = /^\$argon2id\$v=19\$([^$]+)\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/.exec(hash);
+      return phc ? phc[1].split(',').sort() : hash;
+    };
+    /** OWASP's argon2id set of 12 MiB, 3 passes, 1 lane. */
+    const TODAY = ['m=12288', 'p=1', 't=3'];
+    const storedHash = async (id: string) =>
+      (
+        await t.app
+          .get(DataSource)
+          .getRepository(User)
+          .findOneOrFail({ where: { id }, select: { id: true, passwordHash: true } })
+      ).passwordHash;
+    const setHash = (id: string, passwordHash: string) => t.app.get(DataSource).getRepository(User).update({ id }, { passwordHash });
+
+    it('stores a new password as argon2id with 12 MiB, 3 passes and 1 lane, salted per user', async () => {
+      const [a, b] = [await t.createUser(), await t.createUser()];
+      const [hashA, hashB] = [await storedHash(a.id), await storedHash(b.id)];
+      expect(parametersOf(hashA)).toEqual(TODAY);
+      expect(parametersOf(hashB)).toEqual(TODAY);
+      expect(hashA).not.toBe(hashB);
+      expect(hashA).not.toContain(TEST_PASSWORD);
+    });
+
+    it("replaces a hash made with an earlier release's parameters (19 MiB, 2 passes) at the next sign-in, not at a failed one", async () => {
+      const user = await t.createUser();
+      const earlier = await argon2.hash(TEST_PASSWORD, { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 });
+      expect(parametersOf(earlier)).toEqual(['m=19456', 'p=1', 't=2']);
+      await setHash(user.id, earlier);
+
+      expect((await login(new Browser(t), user.email, 'not the password')).status).toBe(401);
+      expect(await storedHash(user.id)).toBe(earlier);
+
+      expect((await login(new Browser(t), user.email)).status).toBe(303);
+      const upgraded = await storedHash(user.id);
+      expect(parametersOf(upgraded)).toEqual(TODAY);
+      expect(await argon2.verify(upgraded, TEST_PASSWORD)).toBe(true);
+
+      // The new hash is today's: signing in again keeps it, and still works.
+      expect((await login(new Browser(t), user.email)).status).toBe(303);
+      expect(await storedHash(user.id)).toBe(upgraded);
+    });
+
+    it('does not overwrite a password that changed since it was read (the replacement names the hash it replaces)', async () => {
+      const user = await t.createUser();
+      const current = await storedHash(user.id);
+      const replaced = await t.app.get(UsersRepository).replacePasswordHash(user.id, '$argon2id$v=19$m=19456,t=2,p=1$stale', 'x');
+      expect(replaced).toBe(false);
+      expect(await storedHash(user.id)).toBe(current);
     });
   });
 

@@ -118,6 +118,7 @@ export class LoginController {
       fail();
       return;
     }
+    await this.users.upgradePasswordHash(user, password);
     const [totp, passkey] = await Promise.all([this.secondFactors.required(user.id), this.passkeys.has(user.id)]);
     if (totp || passkey) {
       // The password matched; the session waits for the second factor (five tries, five minutes).
