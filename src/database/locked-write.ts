@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { SqlRunner, type Statement, type StatementWrite, bindValues as bind } from './sql';
+import { SqlRunner, Statement, type StatementWrite, bindValues as bind } from './sql';
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
@@ -8,18 +8,20 @@ import { SqlRunner, type Statement, type StatementWrite, bindValues as bind } fr
  * reads what the first wrote. On SQLite it is one synchronous `BEGIN IMMEDIATE` transaction on the connection:
  * it holds the write lock from its first statement, and never yields to the event loop, so neither another
  * process nor another data source of this process (tests run several instances in one) can interleave.
+ * `read` is a statement, or a statement with its parameters.
  */
 export async function lockedReadWrite<Row, T>(
   dataSource: DataSource,
   lockKey: string,
-  read: Statement,
+  read: Statement | Omit<StatementWrite, 'onlyIfChanged'>,
   decide: (rows: Row[]) => { writes: StatementWrite[]; result: T },
 ): Promise<T> {
   if (!/^[0-9a-f]{16}$/.test(lockKey)) throw new Error('the lock key must be 16 hex digits');
+  const { statement, params } = read instanceof Statement ? { statement: read, params: {} } : read;
   if (dataSource.options.type === 'postgres') {
     return dataSource.transaction(async (manager) => {
       await manager.query(`SELECT pg_advisory_xact_lock(x'${lockKey}'::bigint)`);
-      const select = bind(read, {}, true);
+      const select = bind(statement, params, true);
       const { writes, result } = decide((await manager.query(select.text, select.values)) as Row[]);
       for (const { statement, params } of writes) {
         const { text, values } = bind(statement, params, true);
@@ -30,7 +32,7 @@ export async function lockedReadWrite<Row, T>(
   }
   // Once no transaction of TypeORM's is open on the connection (see SqlRunner), synchronous throughout.
   return new SqlRunner(dataSource).sqliteImmediate((db) => {
-    const select = bind(read, {}, false);
+    const select = bind(statement, params, false);
     const { writes, result } = decide(db.prepare(select.text).all(...select.values) as Row[]);
     for (const { statement, params } of writes) {
       const { text, values } = bind(statement, params, false);

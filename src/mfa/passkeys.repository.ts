@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { lockedReadWrite } from '../database/locked-write';
 import { SqlRunner, Statement, epochMs, expiredRowsDeletion, sql } from '../database/sql';
+import { factorsLockKey } from './factors-lock';
 
 /** What a WebAuthn challenge was handed out for. */
 export type ChallengePurpose = 'register' | 'sign-in' | 'second-factor';
@@ -43,8 +46,14 @@ const USED = sql`
     backed_up = :backedUp, last_used_at = :now
   WHERE id = :id AND user_id = :userId`;
 const RENAME = sql`UPDATE passkeys SET name = :name WHERE id = :id AND user_id = :userId`;
-const DELETE = sql`DELETE FROM passkeys WHERE id = :id AND user_id = :userId RETURNING name`;
+const DELETE = sql`DELETE FROM passkeys WHERE id = :id AND user_id = :userId`;
 const DELETE_OF_USER = sql`DELETE FROM passkeys WHERE user_id = :userId`;
+/** The passkey's name (none when it is not the person's), and the factors the person has: what a removal leaves. */
+const REMOVAL_OF = sql`
+  SELECT
+    (SELECT name FROM passkeys WHERE id = :id AND user_id = :userId) AS name,
+    (SELECT COUNT(*) FROM passkeys WHERE user_id = :userId) AS passkeys,
+    (SELECT COUNT(*) FROM totp_factors WHERE user_id = :userId AND confirmed_at IS NOT NULL) AS totp`;
 const INSERT_CHALLENGE = sql`
   INSERT INTO webauthn_challenges (id, challenge, purpose, user_id, expires_at) VALUES (:id, :challenge, :purpose, :userId, :expiresAt)`;
 /** Takes the challenge: the one statement that reads it also deletes it, so an answer is checked against it once. */
@@ -86,7 +95,10 @@ function passkeyOf(row: Row): PasskeyRow {
 /** The passkeys' one way to their tables. */
 @Injectable()
 export class PasskeysRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly db: SqlRunner,
+    private readonly dataSource: DataSource,
+  ) {}
 
   async find(id: string): Promise<PasskeyRow | undefined> {
     const row = await this.db.one<Row>(FIND, { id });
@@ -115,9 +127,23 @@ export class PasskeysRepository {
     return (await this.db.run(RENAME, { id, userId, name })).affected > 0;
   }
 
-  /** Deletes one of the person's passkeys; its name, or undefined when they have none with that id. */
-  async delete(id: string, userId: string): Promise<string | undefined> {
-    return (await this.db.one<{ name: string }>(DELETE, { id, userId }))?.name;
+  /**
+   * Deletes one of the person's passkeys, unless `keepOne` and it is their last factor (no other passkey, no
+   * authenticator): its name, `last`, or undefined when they have none with that id. Read and removal hold the
+   * person's factors lock, so an authenticator removed at the same moment cannot leave them with neither.
+   */
+  deleteUnlessLast(id: string, userId: string, keepOne: boolean): Promise<{ name: string } | 'last' | undefined> {
+    type Left = { name: string | null; passkeys: unknown; totp: unknown };
+    return lockedReadWrite<Left, { name: string } | 'last' | undefined>(
+      this.dataSource,
+      factorsLockKey(userId),
+      { statement: REMOVAL_OF, params: { id, userId } },
+      ([left]) => {
+        if (left.name === null) return { writes: [], result: undefined };
+        if (keepOne && Number(left.passkeys) + Number(left.totp) <= 1) return { writes: [], result: 'last' };
+        return { writes: [{ statement: DELETE, params: { id, userId } }], result: { name: left.name } };
+      },
+    );
   }
 
   /** Every passkey of the person; how many. */

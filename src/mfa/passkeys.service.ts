@@ -204,12 +204,22 @@ export class PasskeysService {
     return CREDENTIAL_ID.test(id) && this.passkeys.rename(id, userId, name);
   }
 
-  /** Removes one of the person's passkeys (audited); false when they have none with that id. */
-  async remove(userId: string, id: string, actor: AuditActor, context: AuditContext): Promise<boolean> {
-    const name = CREDENTIAL_ID.test(id) ? await this.passkeys.delete(id, userId) : undefined;
-    if (name === undefined) return false;
-    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: name } }, context);
-    return true;
+  /**
+   * Removes one of the person's passkeys (audited): `unknown` when they have none with that id, `last` (and it
+   * stays) when `keepOne` and it is their last factor, with no authenticator.
+   */
+  async remove(
+    userId: string,
+    id: string,
+    actor: AuditActor,
+    context: AuditContext,
+    keepOne: boolean,
+  ): Promise<'removed' | 'last' | 'unknown'> {
+    const outcome = CREDENTIAL_ID.test(id) ? await this.passkeys.deleteUnlessLast(id, userId, keepOne) : undefined;
+    if (outcome === undefined) return 'unknown';
+    if (outcome === 'last') return 'last';
+    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'passkey', passkey: outcome.name } }, context);
+    return 'removed';
   }
 
   /** Every passkey of the person (an operator's reset, audited); how many. */

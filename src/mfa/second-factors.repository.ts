@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { lockedReadWrite } from '../database/locked-write';
 import { SqlRunner, epochMs, expiredRowsDeletion, sql } from '../database/sql';
+import { factorsLockKey } from './factors-lock';
 
 /** A person's TOTP authenticator as stored: the secret (sealed when a key-encryption key is set). */
 export interface TotpFactorRow {
@@ -38,6 +41,11 @@ const USE_STEP = sql`
   UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now), failures = 0
   WHERE user_id = :userId AND last_step < :step AND (confirmed_at IS NOT NULL OR :confirming = 1)`;
 const DELETE_TOTP = sql`DELETE FROM totp_factors WHERE user_id = :userId`;
+/** Whether the person has a confirmed authenticator, and how many passkeys: what a removal leaves. */
+const FACTORS_OF = sql`
+  SELECT
+    (SELECT COUNT(*) FROM totp_factors WHERE user_id = :userId AND confirmed_at IS NOT NULL) AS totp,
+    (SELECT COUNT(*) FROM passkeys WHERE user_id = :userId) AS passkeys`;
 const DELETE_RECOVERY_CODES = sql`DELETE FROM recovery_codes WHERE user_id = :userId`;
 const INSERT_RECOVERY_CODE = sql`INSERT INTO recovery_codes (code_hash, user_id, created_at, used_at) VALUES (:codeHash, :userId, :now, NULL)`;
 const USE_RECOVERY_CODE = sql`UPDATE recovery_codes SET used_at = :now WHERE code_hash = :codeHash AND user_id = :userId AND used_at IS NULL`;
@@ -69,7 +77,10 @@ function challengeOf(row: ChallengeRow): LoginChallengeRow {
 /** The second-factor module's one way to its tables. */
 @Injectable()
 export class SecondFactorsRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly db: SqlRunner,
+    private readonly dataSource: DataSource,
+  ) {}
 
   async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
     const row = await this.db.one<{ secret: string; confirmed_at: unknown; locked_until: unknown }>(FIND_TOTP, { userId });
@@ -125,12 +136,25 @@ export class SecondFactorsRepository {
 
   /** Removes the authenticator, the recovery codes and pending sign-ins; true when there was an authenticator. */
   async removeAll(userId: string): Promise<boolean> {
-    const [totp] = await this.db.atomic([
-      { statement: DELETE_TOTP, params: { userId } },
-      { statement: DELETE_RECOVERY_CODES, params: { userId } },
-      { statement: DELETE_CHALLENGES, params: { userId } },
-    ]);
+    const [totp] = await this.db.atomic(removalOf(userId));
     return totp > 0;
+  }
+
+  /**
+   * {@link removeAll}, unless the person has no passkey: then nothing changes ('last'). Read and removal hold the
+   * person's factors lock, so a passkey removed at the same moment cannot leave them with neither.
+   */
+  removeUnlessLast(userId: string): Promise<'removed' | 'none' | 'last'> {
+    return lockedReadWrite<{ totp: unknown; passkeys: unknown }, 'removed' | 'none' | 'last'>(
+      this.dataSource,
+      factorsLockKey(userId),
+      { statement: FACTORS_OF, params: { userId } },
+      ([left]) => {
+        if (Number(left.totp) === 0) return { writes: [], result: 'none' };
+        if (Number(left.passkeys) === 0) return { writes: [], result: 'last' };
+        return { writes: removalOf(userId), result: 'removed' };
+      },
+    );
   }
 
   async insertChallenge(
@@ -162,4 +186,13 @@ export class SecondFactorsRepository {
   async deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
     return (await this.db.run(DELETE_EXPIRED_CHALLENGES, { cutoff, batch })).affected;
   }
+}
+
+/** The writes that remove a person's authenticator, recovery codes and pending sign-ins. */
+function removalOf(userId: string) {
+  return [
+    { statement: DELETE_TOTP, params: { userId } },
+    { statement: DELETE_RECOVERY_CODES, params: { userId } },
+    { statement: DELETE_CHALLENGES, params: { userId } },
+  ];
 }

@@ -144,11 +144,25 @@ export class SecondFactorsService {
     return { ok: true, factor: 'recovery' };
   }
 
-  /** Removes the person's authenticator and recovery codes (the person, or an operator's reset); false when none. */
+  /** Removes the person's authenticator and recovery codes (an operator's reset); false when none. */
   async remove(userId: string, actor: AuditActor, context: AuditContext): Promise<boolean> {
     if (!(await this.factors.removeAll(userId))) return false;
-    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'totp' } }, context);
+    await this.removed(userId, actor, context);
     return true;
+  }
+
+  /**
+   * The person's removal of their authenticator and recovery codes: with `keepOne` (their role needs a second
+   * factor), only while they have a passkey, else `last` and it stays.
+   */
+  async removeOwn(userId: string, context: AuditContext, keepOne: boolean): Promise<'removed' | 'none' | 'last'> {
+    const outcome = keepOne ? await this.factors.removeUnlessLast(userId) : (await this.factors.removeAll(userId)) ? 'removed' : 'none';
+    if (outcome === 'removed') await this.removed(userId, `user:${userId}`, context);
+    return outcome;
+  }
+
+  private async removed(userId: string, actor: AuditActor, context: AuditContext): Promise<void> {
+    await this.audit.record({ type: 'factor.removed', actor, userId, details: { factor: 'totp' } }, context);
   }
 
   /**

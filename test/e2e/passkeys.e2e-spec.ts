@@ -443,6 +443,67 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     }
   });
 
+  it('keeps the last factor when the authenticator and the last passkey are removed at the same moment (two tabs, two instances)', async () => {
+    const strict = await createTwoInstances({ ...NO_RATE_LIMITS, MFA_REQUIRED_ROLES: 'admin' });
+    try {
+      const admin = await strict.a.createUser({ role: 'admin' });
+      const operator = await strict.a.createUser({ role: 'admin' });
+      const operatorToken = strict.a.app.get(TokenIssuer).mintAccessToken({
+        sub: operator.id,
+        clientId: 'test-client',
+        scope: 'users:read users:write',
+        grantId: randomUUID(),
+        amr: ['pwd', 'otp', 'mfa'],
+      }).token;
+      const factorsOf = async () =>
+        (
+          await strict.a
+            .http()
+            .get(`/users/${admin.id}/factors`)
+            .set(...bearer(operatorToken))
+        ).body;
+      // Signed in on both instances with the password and an authenticator; then a passkey added on the first.
+      const tabs = [new Browser(strict.a), new Browser(strict.b)];
+      const enrol = await login(tabs[0], admin.email);
+      const secret = /Key: <code>([A-Z2-7]+)<\/code>/.exec(enrol.text)![1];
+      const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 });
+      const enrolled = await tabs[0].submit(enrol, { code: totp.generate() });
+      expect(enrolled.status).toBe(200);
+      const recoveryCodes = [...enrolled.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+      expect(recoveryCodes).toHaveLength(10);
+      const second = await login(tabs[1], admin.email);
+      expect((await tabs[1].submit(second, { code: recoveryCodes[0] })).status).toBe(303);
+      const page = await tabs[0].get(PAGE);
+      const form = formOf(page, '/account/security/passkeys');
+      const options = await tabs[0].postJson('/account/security/passkeys/options', { csrf: form.csrf });
+      const added = await tabs[0].post('/account/security/passkeys', {
+        ...form,
+        response: JSON.stringify(new SoftAuthenticator().register(options.body, { origin: new URL(strict.a.config.issuer).origin })),
+      });
+      expect(added.status).toBe(303);
+      expect(await factorsOf()).toMatchObject({ totp: 'active', passkeys: [expect.any(Object)] });
+
+      // The attack: each removal alone is allowed (the other factor stays); both at once must not leave neither.
+      const totpForm = { ...formOf(await tabs[1].get(PAGE), '/account/security/totp/remove'), code: recoveryCodes[1] };
+      const passkeyForm = formOf(await tabs[0].get(PAGE), '/account/security/passkeys/remove');
+      const [removeTotp, removePasskey] = await Promise.all([
+        tabs[1].post('/account/security/totp/remove', totpForm),
+        tabs[0].post('/account/security/passkeys/remove', passkeyForm),
+      ]);
+      expect([removeTotp.status, removePasskey.status].sort()).toEqual([303, 409]);
+      const left = await factorsOf();
+      if (removeTotp.status === 303) {
+        expect(left).toMatchObject({ totp: 'none', passkeys: [expect.any(Object)] });
+        expect(removePasskey.text).toContain('this passkey is your last one and stays');
+      } else {
+        expect(left).toMatchObject({ totp: 'active', passkeys: [] });
+        expect(removeTotp.text).toContain('add a passkey before you remove the authenticator');
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
   it("lets an administrator see and reset a person's factors through the API (audited); the person signs in with the password alone again", async () => {
     const { user, authenticator } = await registered();
     const admin = await a.createUser({ role: 'admin' });

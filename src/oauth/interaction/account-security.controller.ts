@@ -111,9 +111,11 @@ export class AccountSecurityController {
   async remove(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
-    if ((await this.policyNeedsFactor(session.userId)) && !(await this.passkeys.has(session.userId))) {
-      const error = 'Your account needs a second factor: add a passkey before you remove the authenticator.';
-      await this.render(res, 409, session, { error });
+    const keepOne = await this.policyNeedsFactor(session.userId);
+    const lastFactor = () =>
+      this.render(res, 409, session, { error: 'Your account needs a second factor: add a passkey before you remove the authenticator.' });
+    if (keepOne && !(await this.passkeys.has(session.userId))) {
+      await lastFactor();
       return;
     }
     // A current code (or a recovery code), so that a session left open on a shared computer cannot remove it.
@@ -125,7 +127,11 @@ export class AccountSecurityController {
       await this.render(res, 400, session, { error });
       return;
     }
-    await this.secondFactors.remove(session.userId, `user:${session.userId}`, auditContextOf(req));
+    // Checked again as it goes: a passkey removed meanwhile (another tab) may have made it the last factor.
+    if ((await this.secondFactors.removeOwn(session.userId, auditContextOf(req), keepOne)) === 'last') {
+      await lastFactor();
+      return;
+    }
     sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
   }
 
@@ -235,12 +241,19 @@ export class AccountSecurityController {
     if (!session) return;
     if (await this.confirmFirst(res, session)) return;
     const userId = session.userId;
-    const last = (await this.passkeys.countOf(userId)) <= 1 && !(await this.secondFactors.required(userId));
-    if (last && (await this.policyNeedsFactor(userId))) {
+    // The last factor is checked as the passkey goes, under a lock that a removal of the authenticator takes too.
+    const outcome = await this.passkeys.remove(
+      userId,
+      fieldOf(req, 'id', 1400),
+      `user:${userId}`,
+      auditContextOf(req),
+      await this.policyNeedsFactor(userId),
+    );
+    if (outcome === 'last') {
       await this.render(res, 409, session, { error: 'Your account needs a second factor: this passkey is your last one and stays.' });
       return;
     }
-    if (!(await this.passkeys.remove(userId, fieldOf(req, 'id', 1400), `user:${userId}`, auditContextOf(req)))) {
+    if (outcome === 'unknown') {
       await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
       return;
     }
