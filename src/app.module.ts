@@ -29,8 +29,10 @@ import { OAuthModule } from './oauth/oauth.module';
     KeyRotationModule,
     AuthModule,
     AuditModule,
-    OAuthModule,
+    // The resource API's routes before the authorization server's: Express tries routes in the order they are
+    // registered, and every API call would otherwise walk past some sixty OAuth routes first.
     ...FEATURE_MODULES,
+    OAuthModule,
     HealthModule,
     DemoModule,
   ],

@@ -106,10 +106,12 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     UsersModule,
     MfaModule,
   ],
+  // Express tries routes in the order they are registered: the code flow's two endpoints first.
   controllers: [
+    AuthorizeController,
+    TokenController,
     MetadataController,
     JwksController,
-    AuthorizeController,
     LoginController,
     EndSessionController,
     ConnectedAppsController,
@@ -118,7 +120,6 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     PushedAuthorizationController,
     DeviceAuthorizationController,
     DeviceController,
-    TokenController,
     RevocationController,
     IntrospectionController,
     RegistrationController,
