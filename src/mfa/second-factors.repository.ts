@@ -141,17 +141,17 @@ export class SecondFactorsRepository {
   }
 
   /**
-   * {@link removeAll}, unless the person has no passkey: then nothing changes ('last'). Read and removal hold the
-   * person's factors lock, so a passkey removed at the same moment cannot leave them with neither.
+   * {@link removeAll}, unless `keepOne` and the person has no passkey: then nothing changes (`last`). Read and
+   * removal hold the person's factors lock, so a passkey removed at the same moment cannot leave them with neither.
    */
-  removeUnlessLast(userId: string): Promise<'removed' | 'none' | 'last'> {
+  removeUnlessLast(userId: string, keepOne: boolean): Promise<'removed' | 'none' | 'last'> {
     return lockedReadWrite<{ totp: unknown; passkeys: unknown }, 'removed' | 'none' | 'last'>(
       this.dataSource,
       factorsLockKey(userId),
       { statement: FACTORS_OF, params: { userId } },
       ([left]) => {
         if (Number(left.totp) === 0) return { writes: [], result: 'none' };
-        if (Number(left.passkeys) === 0) return { writes: [], result: 'last' };
+        if (keepOne && Number(left.passkeys) === 0) return { writes: [], result: 'last' };
         return { writes: removalOf(userId), result: 'removed' };
       },
     );

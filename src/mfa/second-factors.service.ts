@@ -156,7 +156,7 @@ export class SecondFactorsService {
    * factor), only while they have a passkey, else `last` and it stays.
    */
   async removeOwn(userId: string, context: AuditContext, keepOne: boolean): Promise<'removed' | 'none' | 'last'> {
-    const outcome = keepOne ? await this.factors.removeUnlessLast(userId) : (await this.factors.removeAll(userId)) ? 'removed' : 'none';
+    const outcome = await this.factors.removeUnlessLast(userId, keepOne);
     if (outcome === 'removed') await this.removed(userId, `user:${userId}`, context);
     return outcome;
   }
