@@ -12,6 +12,8 @@ export class InvalidAccessTokenError extends Error {
 
 /** Verified tokens kept (least recently used out first); each for at most its remaining lifetime. */
 const CACHE_LIMIT = 10_000;
+/** RFC 6750 2.1's `b64token`: what a bearer token may be made of. */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
  * Verifies RFC 9068 access tokens locally (no database round trip). Verified tokens are cached (bounded, never
@@ -40,6 +42,8 @@ export class AccessTokenVerifier {
       return cached.principal;
     }
     if (cached) this.cache.delete(token);
+    // Checked once a token is not among the verified ones, which all passed it.
+    if (!B64TOKEN.test(token)) throw new InvalidAccessTokenError('malformed token');
 
     const { principal, kid } = await this.verifyWithKid(token);
     if (this.revocations.isTokenRevoked(principal)) throw new InvalidAccessTokenError('the grant was revoked');

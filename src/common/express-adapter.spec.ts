@@ -71,4 +71,55 @@ describe('ExpressHttpAdapter', () => {
     socket.destroy();
     await closed;
   });
+
+  describe('reply (the answer of a Nest handler)', () => {
+    const body = { data: { name: 'Zoë', tags: ['a', 'b'] } };
+    const json = JSON.stringify(body);
+    function replying(answer: unknown, status?: number, before?: (res: Response) => void) {
+      const adapter = new ExpressHttpAdapter();
+      adapter.initHttpServer({});
+      adapter.getInstance<Express>().all('/answer', (_req: Request, res: Response) => {
+        before?.(res);
+        adapter.reply(res, answer, status);
+      });
+      return adapter.getHttpServer() as http.Server;
+    }
+
+    it('writes an object as JSON with its type, its byte length and the status', async () => {
+      const response = await request(replying(body, 201)).get('/answer');
+      expect(response.status).toBe(201);
+      expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(response.headers['content-length']).toBe(String(Buffer.byteLength(json)));
+      expect(response.text).toBe(json);
+    });
+
+    it("answers HEAD with the GET's headers and no body", async () => {
+      const response = await request(replying(body)).head('/answer');
+      expect(response.status).toBe(200);
+      expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(response.headers['content-length']).toBe(String(Buffer.byteLength(json)));
+      expect(response.text).toBeUndefined();
+    });
+
+    it("leaves a conditional request to Express's freshness check (If-None-Match: * is answered 304)", async () => {
+      const response = await request(replying(body)).get('/answer').set('If-None-Match', '*');
+      expect(response.status).toBe(304);
+      expect(response.text).toBe('');
+    });
+
+    it('keeps a type the handler set', async () => {
+      const response = await request(replying(body, 200, (res) => res.type('application/problem+json'))).get('/answer');
+      expect(response.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(JSON.parse(response.text)).toEqual(body);
+    });
+
+    it('sends a string and a bodiless status as Nest does', async () => {
+      const text = await request(replying('plain')).get('/answer');
+      expect(text.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(text.text).toBe('plain');
+      const empty = await request(replying({ ignored: true }, 204)).get('/answer');
+      expect(empty.status).toBe(204);
+      expect(empty.text).toBe('');
+    });
+  });
 });

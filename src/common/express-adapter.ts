@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { NestApplicationOptions } from '@nestjs/common';
+import { type NestApplicationOptions, StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import type { Express } from 'express';
+import type { Express, Response } from 'express';
 
 /**
  * Subclasses of Node's `IncomingMessage` and `ServerResponse` whose prototypes sit in front of Express's: the app's
@@ -48,8 +48,33 @@ export class ExpressHttpAdapter extends ExpressAdapter {
     this.forceClose = Boolean(options.forceCloseConnections);
   }
 
+  /**
+   * A handler's object answer, written through Node's response API: serialised once, its type and length set, one
+   * `end`. Express's `res.json` does the same by way of `res.send`, which parses and formats again the type it has
+   * just set and checks the request's freshness, which matters only to a conditional request (those, bodiless
+   * statuses, a type the handler chose, errors, streams and bytes keep Nest's own reply).
+   */
+  override reply(response: Response, body: unknown, statusCode?: number): unknown {
+    if (!isPlainJsonAnswer(response, body, statusCode)) return super.reply(response, body, statusCode);
+    if (statusCode !== undefined) response.statusCode = statusCode;
+    const json = JSON.stringify(body);
+    response.setHeader('Content-Type', 'application/json; charset=utf-8');
+    response.setHeader('Content-Length', Buffer.byteLength(json));
+    // Node drops the body of a HEAD response itself and keeps the length of the GET's.
+    return response.end(json);
+  }
+
   override close(): ReturnType<ExpressAdapter['close']> {
     if (this.forceClose) (this.httpServer as http.Server | undefined)?.closeAllConnections();
     return super.close();
   }
+}
+
+/** Whether {@link ExpressHttpAdapter.reply} writes this answer itself: an object body of a plain, unconditional request. */
+function isPlainJsonAnswer(response: Response, body: unknown, statusCode: number | undefined): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  if (body instanceof StreamableFile || body instanceof Error || ArrayBuffer.isView(body)) return false;
+  if (statusCode === 204 || statusCode === 304 || response.hasHeader('Content-Type')) return false;
+  const headers = response.req.headers;
+  return headers['if-none-match'] === undefined && headers['if-modified-since'] === undefined;
 }

@@ -16,7 +16,7 @@ export type RequestObserver = (method: string, route: string | undefined, status
 export function accessLogMiddleware(logger: Logger, observe?: RequestObserver) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = performance.now();
-    res.once('finish', () => {
+    res.on('finish', () => {
       const ms = performance.now() - started;
       // Known only now: Express sets it when a route matches (Nest's routes sit on the app's router, with their full path).
       const route = (req.route as { path?: string } | undefined)?.path;
