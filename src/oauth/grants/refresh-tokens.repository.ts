@@ -16,13 +16,17 @@ const INSERT_REFRESH_TOKEN_POSTGRES = new Statement(
 /** SQLite: the refresh token alone (the event is a second write of the same transaction). */
 const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 
-/** The refresh token with its grant's state, in one round trip. */
-const FIND_REFRESH_TOKEN = sql`
+/**
+ * The refresh token with its grant's state (null when the grant is gone), in one round trip. The grant's columns
+ * are read by its key in subqueries, not by a join, which made this read of SQLite's hot refresh path more than
+ * twice as slow.
+ */
+const grantColumn = (column: string) => `(SELECT g.${column} FROM grants g WHERE g.id = r.grant_id) AS grant_${column}`;
+const FIND_REFRESH_TOKEN = new Statement(`
   SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed, r.dpop_jkt,
-    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
-  FROM refresh_tokens r LEFT JOIN grants g ON g.id = r.grant_id
-  WHERE r.token_hash = :tokenHash`;
+    ${['revoked_at', 'expires_at', 'resources', 'auth_time', 'sid', 'amr'].map(grantColumn).join(', ')}
+  FROM refresh_tokens r
+  WHERE r.token_hash = :tokenHash`);
 const ROTATE_REFRESH_TOKEN = sql`
   UPDATE refresh_tokens SET rotated_at = :now, successor_sealed = :sealed WHERE token_hash = :tokenHash AND rotated_at IS NULL`;
 /**
