@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, sql } from '../../database/sql';
+import { grantStateColumns } from './grants.repository';
 
 const GRANT_INSERT = `
   INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid, amr)
@@ -54,12 +55,7 @@ const CONSUME_CODE = new Statement(`
   UPDATE authorization_codes SET consumed_at = :now
   WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
   RETURNING ${CONSUMED_COLUMNS},
-    (SELECT g.revoked_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_revoked_at,
-    (SELECT g.expires_at FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_expires_at,
-    (SELECT g.resources FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_resources,
-    (SELECT g.auth_time FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_auth_time,
-    (SELECT g.sid FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_sid,
-    (SELECT g.amr FROM grants g WHERE g.id = authorization_codes.grant_id) AS grant_amr`);
+    ${grantStateColumns('authorization_codes.grant_id')}`);
 /**
  * PostgreSQL: the same, and in the same statement (one round trip) the new refresh token — stored only if the
  * redemption succeeds, under the conditions {@link CodeGrantService.exchange} checks again on the returned row:

@@ -21,6 +21,17 @@ const RECORD_IF_LIVE = new Statement(`
     AND (CAST(:actorGrantId AS varchar(36)) IS NULL
       OR EXISTS (SELECT 1 FROM grants WHERE id = :actorGrantId AND revoked_at IS NULL AND expires_at > :now))`);
 
+/**
+ * A code's or refresh token's grant state, read with its own row: `grant_revoked_at`, `grant_expires_at`,
+ * `grant_resources`, `grant_auth_time`, `grant_sid` and `grant_amr` (null when the grant is gone), each by the
+ * grant's key (`grantId`, the row's column) in a subquery. A join made SQLite's hot reads more than twice as slow.
+ */
+export function grantStateColumns(grantId: string): string {
+  return ['revoked_at', 'expires_at', 'resources', 'auth_time', 'sid', 'amr']
+    .map((column) => `(SELECT g.${column} FROM grants g WHERE g.id = ${grantId}) AS grant_${column}`)
+    .join(', ');
+}
+
 const REVOKE_GRANT = sql`UPDATE grants SET revoked_at = :now WHERE id = :grantId AND revoked_at IS NULL`;
 const UNREVOKED_GRANTS_OF_USER = sql`SELECT id FROM grants WHERE user_id = :userId AND revoked_at IS NULL`;
 /** The grant's refresh tokens not rotated yet (the rotated ones are kept: presenting one is reuse). */
