@@ -1,5 +1,4 @@
-import './compile-cache';
-// Next: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http and pg before anything loads them.
+// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http and pg before anything loads them.
 import './telemetry/start';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
