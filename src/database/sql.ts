@@ -31,9 +31,10 @@ const OUTCOME_WAIT_MS = 5_000;
  * hydration. Meant for the few statements per request on the hot paths; everything else stays on repositories.
  *
  * PostgreSQL: each statement is a named prepared statement (node-postgres prepares it once per connection; later
- * runs only bind and execute), sent on one of the data source's two pipelined connections
+ * runs only bind and execute), sent on one of the data source's pipelined connections
  * (`pipelined-connection.ts`: a statement does not wait for the answers to those before it, and each is its own
- * transaction) or, when they are full, on a pooled connection; {@link atomic} holds a pooled connection for its
+ * transaction; an `asyncCommit` statement goes to the one that commits without waiting for the WAL flush) or, when
+ * they are full, on a pooled connection; {@link atomic} holds a pooled connection for its
  * transaction.
  * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
  *
@@ -202,7 +203,8 @@ export class SqlRunner {
       if (statement.options.unprepared) result = await this.pool().query({ text, values });
       else {
         const query = { name: statement.name, text, values };
-        result = await (handlesOf(this.dataSource).pipeline?.query(query) ?? this.pool().query(query));
+        const asyncCommit = statement.options.asyncCommit === true;
+        result = await (handlesOf(this.dataSource).pipeline?.query(query, asyncCommit) ?? this.pool().query(query));
       }
     } catch (error) {
       logger.logQueryError(error as Error, text, values);

@@ -46,6 +46,15 @@ if (POSTGRES)
       expect((await connection.query({ text: 'SELECT id FROM t ORDER BY id' })!).rows).toEqual([{ id: 1 }, { id: 2 }]);
     });
 
+    it('sets the session’s parameters from the `options` connection parameter (how asyncCommit statements commit)', async () => {
+      const relaxed = new PipelinedConnection({ connectionString: db.url, options: '-c synchronous_commit=off' });
+      try {
+        expect((await relaxed.query({ text: `SELECT current_setting('synchronous_commit') AS value` })!).rows).toEqual([{ value: 'off' }]);
+      } finally {
+        await relaxed.end();
+      }
+    });
+
     it('answers a new query after the connection was lost, on a new connection', async () => {
       const pid = (await connection.query({ text: 'SELECT pg_backend_pid() AS pid' })!).rows[0].pid as number;
       // Both of the data source's connections are plain clients too: end this one from another session.
