@@ -37,6 +37,7 @@
 //                        so that the machine's drift over a minute weighs on both sides alike (default 4)
 //        BENCH_ONLY      comma list of resource,users,flows,sign-in,dpop (default: all); flows-sqlite / flows-postgres
 //                        for one database's flows only
+//        BENCH_FLOWS     comma list of the code flows to run, a,b,c (default: all), e.g. for a profile of one flow
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
 //                            (default postgres://postgres@127.0.0.1:5432/postgres; needs CREATE DATABASE)
@@ -713,6 +714,13 @@ const FLOWS = [
     steps: ['GET /authorize (no session)', 'GET /login', 'POST /login', 'GET /authorize', 'POST /token code'],
   },
 ];
+const FLOW_KEYS = new Set((process.env.BENCH_FLOWS || FLOWS.map((f) => f.key).join(',')).split(',').map((k) => k.trim()));
+for (const key of FLOW_KEYS) {
+  if (!FLOWS.some((f) => f.key === key)) {
+    process.stderr.write(`BENCH_FLOWS: unknown flow "${key}" (known: ${FLOWS.map((f) => f.key).join(', ')})\n`);
+    process.exit(2);
+  }
+}
 
 /**
  * FLOW_LOOPS loops of `flow` for `durationSec` (after the warm-up when `warmup`), with the server's CPU use
@@ -1053,6 +1061,7 @@ async function flowsScenario(kind) {
     };
     await checkPeerToken(sides.peer.client, sides.peer.user, peer.ready);
     for (const [index, f] of FLOWS.entries()) {
+      if (!FLOW_KEYS.has(f.key)) continue;
       // SQLite: service first for (a) and (c), peer first for (b); PostgreSQL the other way round.
       const peerFirst = (index % 2 === 1) === (kind === 'sqlite');
       const order = peerFirst ? ['peer', 'service'] : ['service', 'peer'];
@@ -1107,24 +1116,26 @@ async function flowsScenario(kind) {
         disturbed,
       });
     }
-    // The cost of one login (the service's argon2id) without contention: one loop, a fixed number of logins.
-    log(`login alone on ${kind}: ${LOGIN_ALONE_COUNT} sequential logins`);
-    const { client, user } = sides.service;
-    const alone = await runFlowLoops({
-      concurrency: 1,
-      durationSec: 60,
-      maxIterations: LOGIN_ALONE_COUNT,
-      setup: async () => undefined,
-      flow: async (step) => {
-        const jar = new CookieJar();
-        const form = await client.loginForm(jar, '/login?return_to=%2F');
-        await step('POST /login', () => client.login(jar, form, user.email, user.password));
-      },
-    });
-    const loginAlone = alone.steps['POST /login'] ?? summarize([]);
-    out.loginAlone = loginAlone;
-    row({ section, name: `POST /login alone (argon2id), 1 loop x ${loginAlone.count}`, p50: loginAlone.p50, p99: loginAlone.p99 });
-    row({ section, name: 'POST /login under flow (c) load', p50: out.c.steps['POST /login']?.p50, p99: out.c.steps['POST /login']?.p99 });
+    if (FLOW_KEYS.has('c')) {
+      // The cost of one login (the service's argon2id) without contention: one loop, a fixed number of logins.
+      log(`login alone on ${kind}: ${LOGIN_ALONE_COUNT} sequential logins`);
+      const { client, user } = sides.service;
+      const alone = await runFlowLoops({
+        concurrency: 1,
+        durationSec: 60,
+        maxIterations: LOGIN_ALONE_COUNT,
+        setup: async () => undefined,
+        flow: async (step) => {
+          const jar = new CookieJar();
+          const form = await client.loginForm(jar, '/login?return_to=%2F');
+          await step('POST /login', () => client.login(jar, form, user.email, user.password));
+        },
+      });
+      const loginAlone = alone.steps['POST /login'] ?? summarize([]);
+      out.loginAlone = loginAlone;
+      row({ section, name: `POST /login alone (argon2id), 1 loop x ${loginAlone.count}`, p50: loginAlone.p50, p99: loginAlone.p99 });
+      row({ section, name: 'POST /login under flow (c) load', p50: out.c.steps['POST /login']?.p50, p99: out.c.steps['POST /login']?.p99 });
+    }
     out.serviceProcess = await stopService(service);
     peerOut.process = await stopPeer(peer);
   } catch (error) {
@@ -1137,8 +1148,8 @@ async function flowsScenario(kind) {
   }
   results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison };
   return [
-    [`flows a+b+c (${kind})`, out.serviceProcess.peakRssKb],
-    [`${PEER_NAME} flows a+b+c (${kind}, info)`, peerOut.process.peakRssKb, true],
+    [`flows ${[...FLOW_KEYS].join('+')} (${kind})`, out.serviceProcess.peakRssKb],
+    [`${PEER_NAME} flows ${[...FLOW_KEYS].join('+')} (${kind}, info)`, peerOut.process.peakRssKb, true],
   ];
 }
 
