@@ -56,7 +56,7 @@
 // Cleans up after itself, also on Ctrl-C: stops every process it started (SIGTERM, then waits), drops its
 // databases and deletes its SQLite files. Exit code 0 when every scenario ran (whatever the verdicts), else 1.
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -206,6 +206,20 @@ function verdict(ok, errors = 0) {
 
 const cannonErrors = (r) => r.non2xx + r.errors + r.timeouts;
 
+/**
+ * ms per RS256 signature (RSA 2048, SHA-256) on this host, in this process: both sides of the flows make one per
+ * token, so the slower it is, the nearer to 1 every flow ratio is pulled; recorded to tell hosts apart.
+ */
+function rs256SignMs() {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const data = Buffer.alloc(300, 'x');
+  for (let i = 0; i < 20; i++) sign('sha256', data, privateKey);
+  const count = 200;
+  const started = performance.now();
+  for (let i = 0; i < count; i++) sign('sha256', data, privateKey);
+  return +((performance.now() - started) / count).toFixed(3);
+}
+
 function env() {
   const cpus = os.cpus();
   let git = 'unknown';
@@ -227,6 +241,7 @@ function env() {
     platform: `${os.type()} ${os.release()} ${os.arch()}`,
     cpus: cpus.length,
     cpuModel: cpus[0]?.model ?? 'unknown',
+    rs256SignMs: rs256SignMs(),
     memoryGb: +(os.totalmem() / 2 ** 30).toFixed(1),
     loadAverage: os.loadavg().map((n) => +n.toFixed(2)),
     postgres,
@@ -1294,7 +1309,7 @@ async function main() {
       'OAuth resource service benchmark',
       `  date       ${e.date}`,
       `  node       ${e.node} on ${e.platform}`,
-      `  cpus       ${e.cpus} x ${e.cpuModel}, ${e.memoryGb} GB RAM, load average ${e.loadAverage.join(' ')}`,
+      `  cpus       ${e.cpus} x ${e.cpuModel}, ${e.memoryGb} GB RAM, load average ${e.loadAverage.join(' ')}; an RS256 signature ${e.rs256SignMs} ms`,
       `  postgres   ${e.postgres}`,
       `  commit     ${e.commit}`,
       `  settings   ${DURATION} s per measurement after ${WARMUP} s warm-up; servers on CPU ${SERVER_CPU}, load generators on CPU ${CLIENT_CPU}${pinned ? '' : ' (driver not pinned)'}; LOG_LEVEL=${st.logLevel}, stdout piped`,
