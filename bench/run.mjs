@@ -1162,9 +1162,10 @@ async function flowsScenario(kind) {
     if (kind === 'sqlite') removeSqlite(url.slice('sqlite:'.length));
   }
   results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison };
+  const flows = [...FLOW_KEYS].join('+');
   return [
-    [`flows ${[...FLOW_KEYS].join('+')} (${kind})`, out.serviceProcess.peakRssKb],
-    [`${PEER_NAME} flows ${[...FLOW_KEYS].join('+')} (${kind}, info)`, peerOut.process.peakRssKb, true],
+    [`flows ${flows} (${kind})`, out.serviceProcess.peakRssKb],
+    [`${PEER_NAME} flows ${flows} (${kind}, info)`, peerOut.process.peakRssKb, true],
   ];
 }
 

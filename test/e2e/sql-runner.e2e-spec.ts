@@ -14,11 +14,7 @@ const INSERT = new Statement(`INSERT INTO audit_events (id, at, type, actor, use
   VALUES (:id, :at, 'test.event', 'test', NULL, NULL, NULL, NULL, NULL)`);
 const INSERT_WITHOUT_TYPE = new Statement(`INSERT INTO audit_events (id, at, type, actor) VALUES (:id, 0, NULL, 'test')`);
 const COUNT = new Statement(`SELECT COUNT(*) AS n FROM audit_events WHERE id = :id`);
-const INSERT_ASYNC_COMMIT = new Statement(
-  `INSERT INTO audit_events (id, at, type, actor, user_id, client_id, address, request_id, details)
-  VALUES (:id, :at, 'test.event', 'test', NULL, NULL, NULL, NULL, NULL)`,
-  { asyncCommit: true },
-);
+const INSERT_ASYNC_COMMIT = new Statement(INSERT.source, { asyncCommit: true });
 const SYNCHRONOUS_COMMIT = `SELECT current_setting('synchronous_commit') AS value`;
 const SETTING = new Statement(SYNCHRONOUS_COMMIT);
 const SETTING_ASYNC_COMMIT = new Statement(SYNCHRONOUS_COMMIT, { asyncCommit: true });
