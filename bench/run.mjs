@@ -38,6 +38,9 @@
 //        BENCH_ONLY      comma list of resource,users,flows,sign-in,dpop (default: all); flows-sqlite / flows-postgres
 //                        for one database's flows only
 //        BENCH_FLOWS     comma list of the code flows to run, a,b,c (default: all), e.g. for a profile of one flow
+//        BENCH_BASE      another checkout of the project, built (e.g. `git worktree add ../base main` and `npm ci &&
+//                        npm run build` there): flows (a) and (b) also run against its service side by side, in the
+//                        same alternating slices, target this build / that build >= 0.9 (none when unset)
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
 //                            (default postgres://postgres@127.0.0.1:5432/postgres; needs CREATE DATABASE)
@@ -74,6 +77,7 @@ import {
   SERVER_CPU,
   autocannon,
   extraServiceNodeArgs,
+  otherBuild,
   peakRssKb,
   serviceAdapterModule,
   serviceLaunchConfig,
@@ -119,6 +123,10 @@ const SCENARIO_ATTEMPTS = 2;
 const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT ?? 30) * 1000;
 /** Targets of the performance issue: flows/s of the service / flows/s of oidc-provider; (c) is information only. */
 const FLOW_TARGETS = { a: 1.3, b: 1.2 };
+/** Flows/s of this build / flows/s of the build in BENCH_BASE, side by side, for the flows with a target above. */
+const BASE_RATIO_TARGET = 0.9;
+/** Another built checkout to measure the code flows against, side by side (BENCH_BASE), or undefined. */
+const BASE = process.env.BENCH_BASE ? otherBuild(process.env.BENCH_BASE) : undefined;
 const HELLO_RATIO_TARGET = 0.85;
 const BASELINE_RATIO_TARGET = 1.0;
 const P99_TARGET_MS = 20;
@@ -761,6 +769,28 @@ async function measureFlow(label, server, flow, db, { durationSec = DURATION, wa
   return r;
 }
 
+/**
+ * Flow `f` measured on two sides (`ordered`: the order of the first pair; one of them the service) in SLICES
+ * alternating pairs (A B, B A, A B, ...): each pair's ratio is taken minutes apart from the next, and the verdict is
+ * their median, so a slower minute of the machine weighs on both sides alike. Returns each side's merged result by
+ * its key, the pairs' ratios (service / the other side) and their median.
+ */
+async function alternateSlices(f, kind, ordered) {
+  const slices = Object.fromEntries(ordered.map((side) => [side.key, []]));
+  const other = ordered.find((side) => side.key !== 'service').key;
+  const pairRatios = [];
+  for (let i = 0; i < SLICES; i++) {
+    for (const side of i % 2 === 0 ? ordered : [...ordered].reverse()) {
+      const { key, name, server, client, user, db } = side;
+      const label = `flow (${f.key}) on ${kind}, ${name}${SLICES > 1 ? `, slice ${i + 1}/${SLICES}` : ''}`;
+      slices[key].push(await measureFlow(label, server, f.make(client, user), db, { durationSec: DURATION / SLICES, warmup: i === 0 }));
+    }
+    pairRatios.push(slices.service[i].flowsPerSec / slices[other][i].flowsPerSec);
+  }
+  const merged = Object.fromEntries(Object.entries(slices).map(([key, list]) => [key, mergeFlowSlices(list)]));
+  return { merged, pairRatios, ratio: median(pairRatios) };
+}
+
 /** The slices of one side's measurement as one result: totals, all samples' percentiles, time-weighted CPU shares. */
 function mergeFlowSlices(slices) {
   const merged = mergeFlowRuns(slices);
@@ -817,6 +847,67 @@ function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * The rows of one flow measured on the service and on another side (`measured`: {@link alternateSlices}), the line
+ * of their ratio with its verdict, and its line in the table of ratios; returns the verdict's record.
+ */
+function flowComparison({ section, kind, f, measured, other, target, first, serviceLabel, note = '' }) {
+  const { merged, ratio, pairRatios } = measured;
+  const [service, reference] = [merged.service, merged[other.key]];
+  const errors = service.errors + reference.errors;
+  const result = target ? verdict(ratio >= target, errors) : errors ? 'FAIL (errors)' : 'info';
+  flowRows(section, serviceLabel, service, f.steps);
+  flowRows(section, `(${f.key}) the same: ${other.name}${note}`, reference, f.steps);
+  const disturbed = service.disturbed || reference.disturbed;
+  row({
+    section,
+    name: `(${f.key}) flows/s service / ${other.name} (${first} first)`,
+    target: target ? `>= ${target}` : 'info only',
+    measured: fmtRatio(ratio),
+    disturbed,
+    result,
+    gapAfter: true,
+  });
+  const side = (x) => ({ rate: x.flowsPerSec, unit: 'flows/s', p50: x.flow.p50, p99: x.flow.p99, errors: x.errors });
+  comparisons.push({
+    group: f.key,
+    name: `(${f.key}) ${f.short} / ${other.name}${note}`,
+    db: kind,
+    service: side(service),
+    other: side(reference),
+    ratio,
+    target: target ? `>= ${target}` : 'info only',
+    result,
+    first,
+    disturbed,
+  });
+  return { ratio, pairRatios, target: target ?? null, first, result };
+}
+
+/** A fresh database for a flows block: a SQLite file, or a PostgreSQL database `{ db, url }` (dropped by {@link dropStore}). */
+async function flowsStore(kind, name) {
+  if (kind === 'sqlite') return { url: `sqlite:${tmpSqlite(name)}` };
+  const db = await createDatabase();
+  return { db, url: databaseUrl(db) };
+}
+
+async function dropStore(store) {
+  if (store.db) await dropDatabase(store.db).catch((error) => log(`drop ${store.db}: ${error.message}`));
+  else removeSqlite(store.url.slice('sqlite:'.length));
+}
+
+/** A running service (this build's or BENCH_BASE's) as one side of a flows comparison, with the bench's trusted client. */
+function serviceSide(key, name, server, db) {
+  return {
+    key,
+    name,
+    server,
+    client: new OAuthClient({ issuer: server.issuer, ...server.demo }),
+    user: { email: server.demo.email, password: server.demo.password },
+    db,
+  };
 }
 
 /** One access token of the peer, checked as a resource server would: RS256 JWT, typ at+jwt, issuer, audience. */
@@ -1035,25 +1126,25 @@ async function dpopScenario() {
   }
 }
 
-// (c) fresh browser with login. One service process and one fresh peer process per database, both alive for the
-// whole block (the one not measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL.
+/**
+ * The code flows on one database: (a) a logged-in session, (b) the same with a refresh, (c) a fresh browser with
+ * login. One service process and one fresh peer process per database, both alive for the whole block (the one not
+ * measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL. With BENCH_BASE, a third
+ * process (the other build's service, on a database of its own) and, after each of (a) and (b), that flow again:
+ * this build against the other, side by side.
+ */
 async function flowsScenario(kind) {
-  let db;
-  let url;
-  if (kind === 'sqlite') {
-    url = `sqlite:${tmpSqlite('flows')}`;
-  } else {
-    db = await createDatabase();
-    url = databaseUrl(db);
-  }
+  const store = await flowsStore(kind, 'flows');
   const out = {};
   const peerOut = { version: packageVersion(path.join(BENCH_DIR, 'node_modules', 'oidc-provider')) };
   const comparison = {};
+  const baseOut = BASE ? { build: { dir: BASE.root, commit: BASE.commit }, comparison: {} } : undefined;
   const section = `3 ${kind}`;
   let service;
   let peer;
+  let base;
   try {
-    service = await startService({ name: `service (flows, ${kind})`, port: await freePort(), databaseUrl: url, expectDemo: true });
+    service = await startService({ name: `service (flows, ${kind})`, port: await freePort(), databaseUrl: store.url, expectDemo: true });
     peer = await startPeer({
       name: `${PEER_NAME} (flows, ${kind})`,
       script: PEER_SCRIPT,
@@ -1061,75 +1152,73 @@ async function flowsScenario(kind) {
       healthPath: '/.well-known/openid-configuration',
     });
     const sides = {
-      service: {
-        name: 'service',
-        server: service,
-        client: new OAuthClient({ issuer: service.issuer, ...service.demo }),
-        user: { email: service.demo.email, password: service.demo.password },
-      },
+      service: serviceSide('service', 'service', service, store.db),
       peer: {
+        key: 'peer',
         name: PEER_NAME,
         server: peer,
         client: new PeerOAuthClient(peer.ready),
         user: { email: peer.ready.email, password: peer.ready.password },
+        db: store.db,
       },
     };
+    if (BASE) {
+      base = { store: await flowsStore(kind, 'flows-base') };
+      const name = `base build ${BASE.commit}`;
+      base.server = await startService({
+        name: `${name} (flows, ${kind})`,
+        port: await freePort(),
+        databaseUrl: base.store.url,
+        expectDemo: true,
+        build: BASE,
+      });
+      sides.base = serviceSide('base', name, base.server, base.store.db);
+    }
     await checkPeerToken(sides.peer.client, sides.peer.user, peer.ready);
     for (const [index, f] of FLOWS.entries()) {
       if (!FLOW_KEYS.has(f.key)) continue;
       // SQLite: service first for (a) and (c), peer first for (b); PostgreSQL the other way round.
       const peerFirst = (index % 2 === 1) === (kind === 'sqlite');
       const order = peerFirst ? ['peer', 'service'] : ['service', 'peer'];
-      // SLICES alternating pairs (A B, B A, A B, ...): each pair's ratio is taken minutes apart from the next, and
-      // the verdict is their median, so a slower minute of the machine weighs on both sides alike.
-      const slices = { service: [], peer: [] };
-      const pairRatios = [];
-      for (let i = 0; i < SLICES; i++) {
-        const pairOrder = i % 2 === 0 ? order : [...order].reverse();
-        for (const side of pairOrder) {
-          const { name, server, client, user } = sides[side];
-          const label = `flow (${f.key}) on ${kind}, ${name}${SLICES > 1 ? `, slice ${i + 1}/${SLICES}` : ''}`;
-          slices[side].push(
-            await measureFlow(label, server, f.make(client, user), db, { durationSec: DURATION / SLICES, warmup: i === 0 }),
-          );
-        }
-        pairRatios.push(slices.service[i].flowsPerSec / slices.peer[i].flowsPerSec);
-      }
-      const r = { service: mergeFlowSlices(slices.service), peer: mergeFlowSlices(slices.peer) };
-      out[f.key] = r.service;
-      peerOut[f.key] = r.peer;
-      const ratio = median(pairRatios);
-      const errors = r.service.errors + r.peer.errors;
-      const target = FLOW_TARGETS[f.key];
-      const result = target ? verdict(ratio >= target, errors) : errors ? 'FAIL (errors)' : 'info';
-      const first = order[0] === 'peer' ? PEER_NAME : 'service';
-      comparison[f.key] = { ratio, pairRatios, target: target ?? null, first, result };
+      const measured = await alternateSlices(
+        f,
+        kind,
+        order.map((side) => sides[side]),
+      );
+      out[f.key] = measured.merged.service;
+      peerOut[f.key] = measured.merged.peer;
       const loginNote = f.key === 'c' ? ' (login: SHA-256, not argon2id)' : '';
-      flowRows(section, `(${f.key}) ${f.label}, ${FLOW_LOOPS} loops: service`, r.service, f.steps);
-      flowRows(section, `(${f.key}) the same: ${PEER_NAME}${loginNote}`, r.peer, f.steps);
-      const disturbed = r.service.disturbed || r.peer.disturbed;
-      row({
+      comparison[f.key] = flowComparison({
         section,
-        name: `(${f.key}) flows/s service / ${PEER_NAME} (${first} first)`,
-        target: target ? `>= ${target}` : 'info only',
-        measured: fmtRatio(ratio),
-        disturbed,
-        result,
-        gapAfter: true,
+        kind,
+        f,
+        measured,
+        other: sides.peer,
+        target: FLOW_TARGETS[f.key],
+        first: order[0] === 'peer' ? PEER_NAME : 'service',
+        serviceLabel: `(${f.key}) ${f.label}, ${FLOW_LOOPS} loops: service`,
+        note: loginNote,
       });
-      const side = (x) => ({ rate: x.flowsPerSec, unit: 'flows/s', p50: x.flow.p50, p99: x.flow.p99, errors: x.errors });
-      comparisons.push({
-        group: f.key,
-        name: `(${f.key}) ${f.short} / ${PEER_NAME}${loginNote}`,
-        db: kind,
-        service: side(r.service),
-        other: side(r.peer),
-        ratio,
-        target: target ? `>= ${target}` : 'info only',
-        result,
-        first,
-        disturbed,
+      if (!base || !FLOW_TARGETS[f.key]) continue;
+      // This build against BENCH_BASE's, in the same alternation (the service first where it went first above).
+      const baseOrder = order[0] === 'peer' ? ['base', 'service'] : ['service', 'base'];
+      const againstBase = await alternateSlices(
+        f,
+        kind,
+        baseOrder.map((side) => sides[side]),
+      );
+      baseOut[f.key] = againstBase.merged.base;
+      baseOut.comparison[f.key] = flowComparison({
+        section,
+        kind,
+        f,
+        measured: againstBase,
+        other: sides.base,
+        target: BASE_RATIO_TARGET,
+        first: baseOrder[0] === 'base' ? sides.base.name : 'service',
+        serviceLabel: `(${f.key}) side by side with the ${sides.base.name}: service`,
       });
+      baseOut[`service_${f.key}`] = againstBase.merged.service;
     }
     if (FLOW_KEYS.has('c')) {
       // The cost of one login (the service's argon2id) without contention: one loop, a fixed number of logins.
@@ -1153,19 +1242,22 @@ async function flowsScenario(kind) {
     }
     out.serviceProcess = await stopService(service);
     peerOut.process = await stopPeer(peer);
+    if (base) baseOut.process = await stopService(base.server);
   } catch (error) {
-    throw withProcessStates(error, service, peer);
+    throw withProcessStates(error, service, peer, base?.server);
   } finally {
     if (service) await stopProcess(service.proc);
     if (peer) await stopProcess(peer.proc);
-    if (db) await dropDatabase(db).catch((error) => log(`drop ${db}: ${error.message}`));
-    if (kind === 'sqlite') removeSqlite(url.slice('sqlite:'.length));
+    if (base?.server) await stopProcess(base.server.proc);
+    await dropStore(store);
+    if (base) await dropStore(base.store);
   }
-  results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison };
+  results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison, ...(baseOut ? { base: baseOut } : {}) };
   const flows = [...FLOW_KEYS].join('+');
   return [
     [`flows ${flows} (${kind})`, out.serviceProcess.peakRssKb],
     [`${PEER_NAME} flows ${flows} (${kind}, info)`, peerOut.process.peakRssKb, true],
+    ...(baseOut ? [[`base build ${BASE.commit} flows ${flows} (${kind}, info)`, baseOut.process.peakRssKb, true]] : []),
   ];
 }
 
@@ -1287,6 +1379,7 @@ async function main() {
       packageJsonMallocArenaMax: launch.mallocArenaMax ?? null,
       packageJsonMallocMmapThreshold: launch.mallocMmapThreshold ?? null,
     },
+    base: BASE ? { dir: BASE.root, commit: BASE.commit, launch: BASE.launch } : null,
     serviceEnv: process.env.BENCH_SERVICE_ENV ?? '',
     serviceNodeArgs: process.env.BENCH_SERVICE_NODE_ARGS ?? '',
     peers: {
@@ -1316,6 +1409,9 @@ async function main() {
       `  settings   ${DURATION} s per measurement after ${WARMUP} s warm-up; servers on CPU ${SERVER_CPU}, load generators on CPU ${CLIENT_CPU}${pinned ? '' : ' (driver not pinned)'}; LOG_LEVEL=${st.logLevel}, stdout piped`,
       `  service    ${serviceCommand}; ${serviceEnvText}`,
       `             (package.json config: nodeOptions ${launch.nodeOptions.length ? `"${launch.nodeOptions.join(' ')}"` : 'none'}, mallocArenaMax ${launch.mallocArenaMax ?? 'none'}${extraArgs.length ? `; BENCH_SERVICE_NODE_ARGS "${extraArgs.join(' ')}"` : ''})`,
+      ...(BASE
+        ? [`  base       ${BASE.root} at ${BASE.commit} (BENCH_BASE): flows (a) and (b) side by side, target >= ${BASE_RATIO_TARGET}`]
+        : []),
       `  references oidc-provider ${st.peers.oidcProvider} (in-memory; bench deps ${benchDependencies}), Nest ${st.peers.nestCore} + Express ${st.peers.express} hello app, node:http+jose baseline; plain node, no flags`,
       '',
     ].join('\n'),

@@ -238,29 +238,47 @@ export async function stopAll() {
 let launchConfig;
 
 /**
- * The node flags and environment of the project's default start command, from the root package.json:
- * `"config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>", "mallocMmapThreshold": "<bytes>" }` (each optional). Read once per run, so that
- * every service process of a run starts the same way. `{ nodeOptions: string[], mallocArenaMax?: string }`.
+ * The node flags and environment of the project's default start command, from the root package.json of `root`:
+ * `"config": { "nodeOptions": "<flags>", "mallocArenaMax": "<n>", "mallocMmapThreshold": "<bytes>" }` (each optional).
+ * `{ nodeOptions: string[], mallocArenaMax?: string, mallocMmapThreshold?: string }`.
  */
-export function serviceLaunchConfig() {
-  if (launchConfig) return launchConfig;
-  const config = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).config ?? {};
+function readLaunchConfig(root) {
+  const config = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).config ?? {};
   // The start command's NODE_OPTIONS and its command-line V8 flags (`nodeFlags`), all as arguments here.
   const words = (flags) => (Array.isArray(flags) ? flags.map(String) : String(flags ?? '').split(' ')).filter(Boolean);
-  const nodeOptions = [...words(config.nodeOptions), ...words(config.nodeFlags)];
   const setting = (value) => (value === undefined || value === null || value === '' ? undefined : String(value));
-  launchConfig = {
-    nodeOptions,
+  return {
+    nodeOptions: [...words(config.nodeOptions), ...words(config.nodeFlags)],
     mallocArenaMax: setting(config.mallocArenaMax),
     mallocMmapThreshold: setting(config.mallocMmapThreshold),
   };
+}
+
+/** This checkout's launch settings ({@link readLaunchConfig}), read once per run so every service process starts alike. */
+export function serviceLaunchConfig() {
+  launchConfig ??= readLaunchConfig(ROOT);
   return launchConfig;
+}
+
+/**
+ * Another checkout of the project, built (`npm ci && npm run build` there), to run side by side with this one
+ * (BENCH_BASE): its dist/src/main.js, started with its own package.json's launch settings.
+ */
+export function otherBuild(dir) {
+  const root = path.resolve(dir);
+  const main = path.join(root, 'dist', 'src', 'main.js');
+  if (!existsSync(main)) throw new Error(`${root}: dist/src/main.js is missing (run npm ci && npm run build there)`);
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+  } catch {}
+  return { root, main, commit, launch: readLaunchConfig(root) };
 }
 
 /** The extra node flags of BENCH_SERVICE_NODE_ARGS (for profiling, e.g. "--cpu-prof --cpu-prof-dir=prof"). */
 export const extraServiceNodeArgs = () => (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
-function serviceEnv({ port, databaseUrl }) {
+function serviceEnv({ port, databaseUrl }, launch = serviceLaunchConfig()) {
   const issuer = `http://127.0.0.1:${port}`;
   const env = {
     PATH: process.env.PATH,
@@ -275,7 +293,7 @@ function serviceEnv({ port, databaseUrl }) {
     NODE_ENV: 'development',
   };
   // As the project's start command runs it (package.json config.mallocArenaMax); BENCH_SERVICE_ENV may override.
-  const { mallocArenaMax, mallocMmapThreshold } = serviceLaunchConfig();
+  const { mallocArenaMax, mallocMmapThreshold } = launch;
   if (mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = mallocArenaMax;
   if (mallocMmapThreshold !== undefined) env.MALLOC_MMAP_THRESHOLD_ = mallocMmapThreshold;
   // Extra variables for experiments, e.g. BENCH_SERVICE_ENV="MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=2".
@@ -298,8 +316,8 @@ function parseDemo(text) {
  * The flows measure a trusted client (no consent page), as oidc-provider's peer is set up; the demo client is not
  * trusted (a newcomer sees the consent page once), so the bench registers its own through the CLI.
  */
-function trustedClient(env, issuer) {
-  const cli = path.join(path.dirname(serviceMain), 'cli.js');
+function trustedClient(env, issuer, main) {
+  const cli = path.join(path.dirname(main), 'cli.js');
   const args = ['client:create', '--name', 'Bench Client', '--redirect-uri', `${issuer}/demo/callback`, '--trusted'];
   const out = execFileSync(process.execPath, [cli, ...args], { env: { ...env, LOG_LEVEL: 'silent' }, encoding: 'utf8' });
   const client = JSON.parse(out);
@@ -308,8 +326,8 @@ function trustedClient(env, issuer) {
 
 /** Creates a person in a running service's database with its CLI (`user:create`); returns their id. */
 export function createServiceUser(service, { email, password, name = 'Bench Person' }) {
-  const { env } = serviceEnv({ port: service.port, databaseUrl: service.databaseUrl });
-  const cli = path.join(path.dirname(serviceMain), 'cli.js');
+  const { env } = serviceEnv({ port: service.port, databaseUrl: service.databaseUrl }, service.launch);
+  const cli = path.join(path.dirname(service.main), 'cli.js');
   const args = ['user:create', '--email', email, '--password', password, '--name', name, '--gender', 'other', '--age', '40'];
   return JSON.parse(execFileSync(process.execPath, [cli, ...args], { env: { ...env, LOG_LEVEL: 'silent' }, encoding: 'utf8' })).id;
 }
@@ -317,12 +335,14 @@ export function createServiceUser(service, { email, password, name = 'Bench Pers
 /**
  * Starts `node <package.json config.nodeOptions> <BENCH_SERVICE_NODE_ARGS> dist/src/main.js` pinned to the server
  * CPU and waits until /health/ready answers. On a fresh database (`expectDemo`) it also waits for the demo
- * credentials the service prints once.
+ * credentials the service prints once. `build` ({@link otherBuild}) runs another checkout's service instead of this one.
  */
-export async function startService({ name, port, databaseUrl, expectDemo }) {
-  const { env, issuer } = serviceEnv({ port, databaseUrl });
-  const nodeArgs = [...serviceLaunchConfig().nodeOptions, ...extraServiceNodeArgs()];
-  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [...nodeArgs, serviceMain], env);
+export async function startService({ name, port, databaseUrl, expectDemo, build }) {
+  const main = build?.main ?? serviceMain;
+  const launch = build?.launch ?? serviceLaunchConfig();
+  const { env, issuer } = serviceEnv({ port, databaseUrl }, launch);
+  const nodeArgs = [...launch.nodeOptions, ...extraServiceNodeArgs()];
+  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [...nodeArgs, main], env);
   try {
     await waitForHttp(`${issuer}/health/ready`, 60_000, () => !proc.exited);
     let demo;
@@ -330,9 +350,9 @@ export async function startService({ name, port, databaseUrl, expectDemo }) {
       const deadline = Date.now() + 10_000;
       while (!(demo = parseDemo(proc.head)) && Date.now() < deadline && !proc.exited) await sleep(50);
       if (!demo) throw new Error('the service did not print the demo credentials');
-      demo = { ...demo, ...trustedClient(env, issuer) };
+      demo = { ...demo, ...trustedClient(env, issuer, main) };
     }
-    return { proc, issuer, port, databaseUrl, demo, pid: proc.pid };
+    return { proc, issuer, port, databaseUrl, demo, pid: proc.pid, main, launch };
   } catch (error) {
     await stopProcess(proc);
     throw new Error(`${name}: ${error.message}\n--- stderr ---\n${proc.stderr.slice(-2000)}\n--- stdout ---\n${proc.head.slice(-2000)}`);
