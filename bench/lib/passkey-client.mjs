@@ -1,6 +1,6 @@
 // Passkey sign-in as a browser does it, for the sign-in scenario: the software authenticator of the e2e suite
-// (test/support/passkey-authenticator.ts, loaded through Node's type stripping) answers the service's challenges.
-import { SoftAuthenticator } from '../../test/support/passkey-authenticator.ts';
+// (test/support/passkey-authenticator.mts, loaded through Node's type stripping) answers the service's challenges.
+import { SoftAuthenticator } from '../../test/support/passkey-authenticator.mts';
 import { CookieJar, FlowError, expectStatus } from './oauth.mjs';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };

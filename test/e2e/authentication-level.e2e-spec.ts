@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { Browser, NO_RATE_LIMITS, PAGE_CSP, REDIRECT_URI, decodeJwt, login, parseForms, registerClient, signedIn } from '../support/oauth';
 import { authorizationRequest, relyingPartyOf } from '../support/openid';
-import { SoftAuthenticator } from '../support/passkey-authenticator';
+import { SoftAuthenticator } from '../support/passkey-authenticator.mjs';
 import { type TestApp, createListeningTestApp } from '../support/test-app';
 
 /**

@@ -7,7 +7,7 @@ import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import { Browser, NO_RATE_LIMITS, PAGE_CSP, decodeJwt, login, openIdTokens, parseForms, signedIn } from '../support/oauth';
-import { type CredentialJson, SoftAuthenticator } from '../support/passkey-authenticator';
+import { type CredentialJson, SoftAuthenticator } from '../support/passkey-authenticator.mjs';
 import { type TestApp, bearer, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
