@@ -1129,9 +1129,9 @@ async function dpopScenario() {
 /**
  * The code flows on one database: (a) a logged-in session, (b) the same with a refresh, (c) a fresh browser with
  * login. One service process and one fresh peer process per database, both alive for the whole block (the one not
- * measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL. With BENCH_BASE, a third
- * process (the other build's service, on a database of its own) and, after each of (a) and (b), that flow again:
- * this build against the other, side by side.
+ * measured is idle); who goes first alternates per flow, and is reversed on PostgreSQL. With BENCH_BASE, two more
+ * processes (this build's service and the other build's, each on a fresh database of its own) and, after each of
+ * (a) and (b), that flow again on those two, side by side.
  */
 async function flowsScenario(kind) {
   const store = await flowsStore(kind, 'flows');
@@ -1163,16 +1163,23 @@ async function flowsScenario(kind) {
       },
     };
     if (BASE) {
-      base = { store: await flowsStore(kind, 'flows-base') };
-      const name = `base build ${BASE.commit}`;
-      base.server = await startService({
-        name: `${name} (flows, ${kind})`,
-        port: await freePort(),
-        databaseUrl: base.store.url,
-        expectDemo: true,
-        build: BASE,
-      });
-      sides.base = serviceSide('base', name, base.server, base.store.db);
+      // This build and the other each as a fresh process on a fresh database, so that both sides of their comparison
+      // have the same history (the service above also carries the rows of the peer comparison).
+      base = {};
+      for (const [key, name, build] of [
+        ['service', 'service', undefined],
+        ['base', `base build ${BASE.commit}`, BASE],
+      ]) {
+        const twin = (base[key] = { store: await flowsStore(kind, `flows-${key}-side-by-side`) });
+        twin.server = await startService({
+          name: `${name} (side by side, flows, ${kind})`,
+          port: await freePort(),
+          databaseUrl: twin.store.url,
+          expectDemo: true,
+          build,
+        });
+        twin.side = serviceSide(key, name, twin.server, twin.store.db);
+      }
     }
     await checkPeerToken(sides.peer.client, sides.peer.user, peer.ready);
     for (const [index, f] of FLOWS.entries()) {
@@ -1205,20 +1212,20 @@ async function flowsScenario(kind) {
       const againstBase = await alternateSlices(
         f,
         kind,
-        baseOrder.map((side) => sides[side]),
+        baseOrder.map((key) => base[key].side),
       );
       baseOut[f.key] = againstBase.merged.base;
+      baseOut[`service_${f.key}`] = againstBase.merged.service;
       baseOut.comparison[f.key] = flowComparison({
         section,
         kind,
         f,
         measured: againstBase,
-        other: sides.base,
+        other: base.base.side,
         target: BASE_RATIO_TARGET,
-        first: baseOrder[0] === 'base' ? sides.base.name : 'service',
-        serviceLabel: `(${f.key}) side by side with the ${sides.base.name}: service`,
+        first: baseOrder[0] === 'base' ? base.base.side.name : 'service',
+        serviceLabel: `(${f.key}) side by side with the ${base.base.side.name}: service (a process of its own)`,
       });
-      baseOut[`service_${f.key}`] = againstBase.merged.service;
     }
     if (FLOW_KEYS.has('c')) {
       // The cost of one login (the service's argon2id) without contention: one loop, a fixed number of logins.
@@ -1242,22 +1249,32 @@ async function flowsScenario(kind) {
     }
     out.serviceProcess = await stopService(service);
     peerOut.process = await stopPeer(peer);
-    if (base) baseOut.process = await stopService(base.server);
+    if (base) {
+      baseOut.serviceProcess = await stopService(base.service.server);
+      baseOut.process = await stopService(base.base.server);
+    }
   } catch (error) {
-    throw withProcessStates(error, service, peer, base?.server);
+    throw withProcessStates(error, service, peer, base?.service?.server, base?.base?.server);
   } finally {
     if (service) await stopProcess(service.proc);
     if (peer) await stopProcess(peer.proc);
-    if (base?.server) await stopProcess(base.server.proc);
     await dropStore(store);
-    if (base) await dropStore(base.store);
+    for (const twin of Object.values(base ?? {})) {
+      if (twin.server) await stopProcess(twin.server.proc);
+      await dropStore(twin.store);
+    }
   }
   results.scenarios[`flows_${kind}`] = { ...out, peer: peerOut, comparison, ...(baseOut ? { base: baseOut } : {}) };
   const flows = [...FLOW_KEYS].join('+');
   return [
     [`flows ${flows} (${kind})`, out.serviceProcess.peakRssKb],
     [`${PEER_NAME} flows ${flows} (${kind}, info)`, peerOut.process.peakRssKb, true],
-    ...(baseOut ? [[`base build ${BASE.commit} flows ${flows} (${kind}, info)`, baseOut.process.peakRssKb, true]] : []),
+    ...(baseOut
+      ? [
+          [`flows ${flows} side by side with the base build (${kind})`, baseOut.serviceProcess.peakRssKb],
+          [`base build ${BASE.commit} flows ${flows} (${kind}, info)`, baseOut.process.peakRssKb, true],
+        ]
+      : []),
   ];
 }
 
