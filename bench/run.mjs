@@ -39,8 +39,8 @@
 //                        for one database's flows only
 //        BENCH_FLOWS     comma list of the code flows to run, a,b,c (default: all), e.g. for a profile of one flow
 //        BENCH_BASE      another checkout of the project, built (e.g. `git worktree add ../base main` and `npm ci &&
-//                        npm run build` there): flows (a) and (b) also run against its service side by side, in the
-//                        same alternating slices, target this build / that build >= 0.9 (none when unset)
+//                        npm run build` there): flows (a) and (b) also run on its service and on a fresh one of
+//                        this build, in alternating slices, target this build / that build >= 0.9 (none when unset)
 //        BENCH_SERVER_CPU / BENCH_CLIENT_CPU  CPUs for the servers / load generators (default 0 / 1)
 //        BENCH_PG_ADMIN_URL  PostgreSQL to create bench_<random> databases in
 //                            (default postgres://postgres@127.0.0.1:5432/postgres; needs CREATE DATABASE)
@@ -773,7 +773,7 @@ async function measureFlow(label, server, flow, db, { durationSec = DURATION, wa
  * Flow `f` measured on two sides (`ordered`: the order of the first pair; one of them the service) in SLICES
  * alternating pairs (A B, B A, A B, ...): each pair's ratio is taken minutes apart from the next, and the verdict is
  * their median, so a slower minute of the machine weighs on both sides alike. Returns each side's merged result by
- * its key, the pairs' ratios (service / the other side) and their median.
+ * its key, the pairs' ratios (service / the other side), their median and the name of the side measured first.
  */
 async function alternateSlices(f, kind, ordered) {
   const slices = Object.fromEntries(ordered.map((side) => [side.key, []]));
@@ -788,7 +788,7 @@ async function alternateSlices(f, kind, ordered) {
     pairRatios.push(slices.service[i].flowsPerSec / slices[other][i].flowsPerSec);
   }
   const merged = Object.fromEntries(Object.entries(slices).map(([key, list]) => [key, mergeFlowSlices(list)]));
-  return { merged, pairRatios, ratio: median(pairRatios) };
+  return { merged, pairRatios, ratio: median(pairRatios), first: ordered[0].name };
 }
 
 /** The slices of one side's measurement as one result: totals, all samples' percentiles, time-weighted CPU shares. */
@@ -853,8 +853,8 @@ function median(values) {
  * The rows of one flow measured on the service and on another side (`measured`: {@link alternateSlices}), the line
  * of their ratio with its verdict, and its line in the table of ratios; returns the verdict's record.
  */
-function flowComparison({ section, kind, f, measured, other, target, first, serviceLabel, note = '' }) {
-  const { merged, ratio, pairRatios } = measured;
+function flowComparison({ section, kind, f, measured, other, target, serviceLabel, note = '' }) {
+  const { merged, ratio, pairRatios, first } = measured;
   const [service, reference] = [merged.service, merged[other.key]];
   const errors = service.errors + reference.errors;
   const result = target ? verdict(ratio >= target, errors) : errors ? 'FAIL (errors)' : 'info';
@@ -1202,7 +1202,6 @@ async function flowsScenario(kind) {
         measured,
         other: sides.peer,
         target: FLOW_TARGETS[f.key],
-        first: order[0] === 'peer' ? PEER_NAME : 'service',
         serviceLabel: `(${f.key}) ${f.label}, ${FLOW_LOOPS} loops: service`,
         note: loginNote,
       });
@@ -1223,7 +1222,6 @@ async function flowsScenario(kind) {
         measured: againstBase,
         other: base.base.side,
         target: BASE_RATIO_TARGET,
-        first: baseOrder[0] === 'base' ? base.base.side.name : 'service',
         serviceLabel: `(${f.key}) side by side with the ${base.base.side.name}: service (a process of its own)`,
       });
     }
