@@ -381,11 +381,15 @@ export async function startBaseline({ port, issuer, audience, jwksUrl }) {
 
 /**
  * Starts a peer server (bench/peer/*.mjs: `script`, relative to the repository) pinned to the server CPU, like the
- * service, with plain `node` (no flags) and only PATH, PORT and `env`, and waits for the JSON ready line it prints
+ * service, with plain `node` (or `nodeArgs`) and only PATH, PORT and `env`, and waits for the JSON ready line it prints
  * (`{"ready":true,...}`) and, when given, for `healthPath` to answer 200. Returns `{ proc, pid, ready }`.
  */
-export async function startPeer({ name, script, port, env = {}, healthPath }) {
-  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [script], { PATH: process.env.PATH, PORT: String(port), ...env });
+export async function startPeer({ name, script, port, env = {}, healthPath, nodeArgs = [] }) {
+  const proc = spawnPinned(name, SERVER_CPU, process.execPath, [...nodeArgs, script], {
+    PATH: process.env.PATH,
+    PORT: String(port),
+    ...env,
+  });
   try {
     const deadline = Date.now() + 30_000;
     let line;
