@@ -13,7 +13,7 @@
 // Output: the figures, and bench/results/floor-<timestamp>.json. Stops what it started and drops its databases.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFlowLoops, sessionFlow } from './lib/flows.mjs';
+import { loopStates, runFlowLoops, sessionFlow } from './lib/flows.mjs';
 import { OAuthClient } from './lib/oauth.mjs';
 import { PeerOAuthClient } from './lib/peer-client.mjs';
 import { createDatabase, databaseUrl, dropDatabase } from './lib/pg.mjs';
@@ -26,6 +26,7 @@ import {
   startPeer,
   startService,
   stopAll,
+  waitForQuietCpus,
   withCpu,
 } from './lib/processes.mjs';
 import { freePort, percentile } from './lib/util.mjs';
@@ -39,6 +40,27 @@ const CONNECTIONS = 50;
 
 const log = (line) => process.stderr.write(`[floor ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const median = (values) => percentile(values, 50);
+/** Per side, the median of each measure over its slices (or rounds). */
+const medians = (bySide) =>
+  Object.fromEntries(
+    Object.entries(bySide).map(([key, rows]) => [
+      key,
+      Object.fromEntries(Object.keys(rows[0]).map((m) => [m, median(rows.map((r) => r[m]))])),
+    ]),
+  );
+/**
+ * The service and the floor against the reference, and the service against the floor: each the median over the
+ * rounds of one side's measure / the other's in the same round.
+ */
+function ratiosOf(bySide, measure, reference) {
+  const ratio = (a, b) => median(bySide[a].map((row, i) => row[measure] / bySide[b][i][measure]));
+  return { service: ratio('service', reference), floor: ratio('floor', reference), serviceToFloor: ratio('service', 'floor') };
+}
+/** As bench/run.mjs before each measurement: waits (30 s at most) for the CPUs to be quiet, e.g. after autovacuum. */
+async function quiet(label) {
+  const { busyShare, waitedMs } = await waitForQuietCpus(30_000);
+  if (busyShare >= 0.2) log(`${label}: the CPUs are still ${(busyShare * 100).toFixed(0)}% busy after ${waitedMs} ms; measuring anyway`);
+}
 /** The sides in turn, the first one moving on by one each round, so that no side always follows the same one. */
 const rotation = (keys, round) => keys.map((_, i) => keys[(round + i) % keys.length]);
 
@@ -58,44 +80,29 @@ async function startFloor(db) {
 async function flows(sides) {
   const keys = Object.keys(sides);
   const slices = Object.fromEntries(keys.map((key) => [key, []]));
+  // Each side's logged-in browsers, made once: the measured windows hold the flows alone (the service's logins are argon2id).
+  const flowOf = {};
   for (const key of keys) {
+    const flow = sessionFlow(sides[key].client, sides[key].user);
+    flowOf[key] = { ...flow, states: await loopStates(FLOW_LOOPS, flow.setup) };
     log(`flow (a), ${key}: warm-up ${WARMUP} s`);
-    await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...sessionFlow(sides[key].client, sides[key].user) });
+    await runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: WARMUP, ...flowOf[key] });
   }
   for (let round = 0; round < SLICES; round++) {
     for (const key of rotation(keys, round)) {
       const side = sides[key];
-      const m = await withCpu(
-        side.pid,
-        () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: SECONDS, ...sessionFlow(side.client, side.user) }),
-        side.db,
-      );
+      await quiet(`flow (a), ${key}`);
+      const m = await withCpu(side.pid, () => runFlowLoops({ concurrency: FLOW_LOOPS, durationSec: SECONDS, ...flowOf[key] }), side.db);
       const { flows: done, flowsPerSec, errors, errorSamples } = m.value;
       if (errors) throw new Error(`${key}: ${errors} failed flows: ${JSON.stringify(errorSamples)}`);
       slices[key].push({
         flowsPerSec,
-        cpuMs: (m.cpuSec / done) * 1000,
-        postgresMs: side.db ? (m.postgresShare * m.wallSec * 1000) / done : 0,
+        cpuMsPerFlow: (m.cpuSec / done) * 1000,
+        postgresMsPerFlow: side.db ? (m.postgresShare * m.wallSec * 1000) / done : 0,
       });
     }
   }
-  const summary = Object.fromEntries(
-    keys.map((key) => [
-      key,
-      {
-        flowsPerSec: median(slices[key].map((s) => s.flowsPerSec)),
-        cpuMsPerFlow: median(slices[key].map((s) => s.cpuMs)),
-        postgresMsPerFlow: median(slices[key].map((s) => s.postgresMs)),
-      },
-    ]),
-  );
-  const ratio = (a, b) => median(slices[a].map((s, i) => s.flowsPerSec / slices[b][i].flowsPerSec));
-  const ratios = {
-    servicePerPeer: ratio('service', 'peer'),
-    floorPerPeer: ratio('floor', 'peer'),
-    servicePerFloor: ratio('service', 'floor'),
-  };
-  return { summary, ratios, slices };
+  return { summary: medians(slices), ratios: ratiosOf(slices, 'flowsPerSec', 'peer'), slices };
 }
 
 async function resource(targets) {
@@ -106,31 +113,17 @@ async function resource(targets) {
   for (const key of keys) await load(targets[key], Math.max(3, WARMUP / 2));
   for (let round = 0; round < Math.max(4, SLICES / 2); round++) {
     for (const key of rotation(keys, round)) {
+      await quiet(`GET /api/resource, ${key}`);
       const m = await withCpu(targets[key].pid, () => load(targets[key], SECONDS * 2));
       if (m.value.non2xx || m.value.errors) throw new Error(`${key}: ${m.value.non2xx} non-2xx answers, ${m.value.errors} errors`);
-      rounds[key].push({ requestsPerSec: m.value.requestsPerSec, cpuUs: (m.cpuSec / m.value.requestsTotal) * 1e6, p99: m.value.p99 });
+      rounds[key].push({
+        requestsPerSec: m.value.requestsPerSec,
+        cpuUsPerRequest: (m.cpuSec / m.value.requestsTotal) * 1e6,
+        p99: m.value.p99,
+      });
     }
   }
-  const summary = Object.fromEntries(
-    keys.map((key) => [
-      key,
-      {
-        requestsPerSec: median(rounds[key].map((r) => r.requestsPerSec)),
-        cpuUsPerRequest: median(rounds[key].map((r) => r.cpuUs)),
-        p99: median(rounds[key].map((r) => r.p99)),
-      },
-    ]),
-  );
-  const ratio = (a, b) => median(rounds[a].map((r, i) => r.requestsPerSec / rounds[b][i].requestsPerSec));
-  return {
-    summary,
-    ratios: {
-      servicePerBaseline: ratio('service', 'baseline'),
-      floorPerBaseline: ratio('floor', 'baseline'),
-      servicePerFloor: ratio('service', 'floor'),
-    },
-    rounds,
-  };
+  return { summary: medians(rounds), ratios: ratiosOf(rounds, 'requestsPerSec', 'baseline'), rounds };
 }
 
 const dbs = [];
@@ -164,7 +157,7 @@ try {
     }
     const r = results.flows.ratios;
     console.log(
-      `flow (a) flows/s: service / oidc-provider ${r.servicePerPeer.toFixed(2)}x, floor / oidc-provider ${r.floorPerPeer.toFixed(2)}x, service / floor ${r.servicePerFloor.toFixed(2)}x`,
+      `flow (a) flows/s: service / oidc-provider ${r.service.toFixed(2)}x, floor / oidc-provider ${r.floor.toFixed(2)}x, service / floor ${r.serviceToFloor.toFixed(2)}x`,
     );
   }
   if (ONLY.includes('resource')) {
@@ -188,7 +181,7 @@ try {
     }
     const r = results.resource.ratios;
     console.log(
-      `GET /api/resource req/s: service / baseline ${r.servicePerBaseline.toFixed(2)}x, floor / baseline ${r.floorPerBaseline.toFixed(2)}x, service / floor ${r.servicePerFloor.toFixed(2)}x`,
+      `GET /api/resource req/s: service / baseline ${r.service.toFixed(2)}x, floor / baseline ${r.floor.toFixed(2)}x, service / floor ${r.serviceToFloor.toFixed(2)}x`,
     );
   }
   const dir = path.join(ROOT, 'bench', 'results');

@@ -6,11 +6,18 @@ import { summarize } from './util.mjs';
 const MAX_ITERATIONS_PER_LOOP = 200_000;
 const MAX_ERRORS = 200;
 
+/** The states of `concurrency` loops: `setup()` once for each (a login, for the session flows). */
+export function loopStates(concurrency, setup) {
+  return Promise.all(Array.from({ length: concurrency }, () => setup()));
+}
+
 /**
  * Runs `concurrency` loops for `durationSec`; each loop runs `setup()` once (not measured) and then `flow(step)`
- * until the deadline (or `maxIterations` per loop). `step(name, fn)` times one request of the flow. Returns flows/s and p50/p99 per step.
+ * until the deadline (or `maxIterations` per loop). `step(name, fn)` times one request of the flow. Returns flows/s
+ * and p50/p99 per step. `states` (from {@link loopStates}) are the loops' states set up beforehand, so that a
+ * measurement of the server's CPU around this call counts the flows alone.
  */
-export async function runFlowLoops({ concurrency, durationSec, setup, flow, maxIterations = MAX_ITERATIONS_PER_LOOP }) {
+export async function runFlowLoops({ concurrency, durationSec, setup, flow, states: given, maxIterations = MAX_ITERATIONS_PER_LOOP }) {
   const steps = new Map();
   const flowTimes = [];
   let errors = 0;
@@ -30,7 +37,7 @@ export async function runFlowLoops({ concurrency, durationSec, setup, flow, maxI
     return value;
   };
 
-  const states = await Promise.all(Array.from({ length: concurrency }, () => setup()));
+  const states = given ?? (await loopStates(concurrency, setup));
   const started = performance.now();
   const deadline = started + durationSec * 1000;
   let completed = 0;
