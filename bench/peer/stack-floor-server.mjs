@@ -100,10 +100,19 @@ function cookie(req, name) {
   return undefined;
 }
 
+/** A path on this server to go back to after the login (anything else: `/`). */
+const localPath = (value) => (typeof value === 'string' && value.startsWith('/') && !value.startsWith('//') ? value : '/');
+
 function basicClient(req) {
   const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.headers.authorization ?? '');
   if (!match) return undefined;
-  const [id, secret] = Buffer.from(match[1], 'base64').toString('utf8').split(':').map(decodeURIComponent);
+  let id;
+  let secret;
+  try {
+    [id, secret] = Buffer.from(match[1], 'base64').toString('utf8').split(':').map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
   if (id !== CLIENT.id) return undefined;
   return timingSafeEqual(
     createHash('sha256')
@@ -123,7 +132,7 @@ class OAuthController {
       .type('html')
       .send(
         `<form method="post"><input type="hidden" name="csrf" value="${csrf}">` +
-          `<input type="hidden" name="return_to" value="${String(req.query.return_to ?? '/')}"></form>`,
+          `<input type="hidden" name="return_to" value="${localPath(req.query.return_to).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')}"></form>`,
       );
   }
 
@@ -135,7 +144,7 @@ class OAuthController {
       values: [sha256(secret), USER_ID],
     });
     res.setHeader('Set-Cookie', `oauth_session=${secret}; Path=/; HttpOnly; SameSite=Lax`);
-    res.redirect(303, req.body.return_to || '/');
+    res.redirect(303, localPath(req.body.return_to));
   }
 
   async authorize(req, res) {
