@@ -20,7 +20,8 @@ import { createDatabase, databaseUrl, dropDatabase } from './lib/pg.mjs';
 import {
   ROOT,
   autocannon,
-  serviceAdapterModule,
+  launchEnv,
+  serviceDist,
   serviceLaunchConfig,
   startBaseline,
   startPeer,
@@ -67,13 +68,7 @@ const rotation = (keys, round) => keys.map((_, i) => keys[(round + i) % keys.len
 async function startFloor(db) {
   const port = await freePort();
   const launch = serviceLaunchConfig();
-  const env = {
-    DATABASE_URL: databaseUrl(db),
-    ISSUER: `http://127.0.0.1:${port}`,
-    SERVICE_DIST: path.dirname(path.dirname(serviceAdapterModule())),
-  };
-  if (launch.mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = launch.mallocArenaMax;
-  if (launch.mallocMmapThreshold !== undefined) env.MALLOC_MMAP_THRESHOLD_ = launch.mallocMmapThreshold;
+  const env = { DATABASE_URL: databaseUrl(db), ISSUER: `http://127.0.0.1:${port}`, SERVICE_DIST: serviceDist(), ...launchEnv(launch) };
   return startPeer({ name: 'stack floor', script: 'bench/peer/stack-floor-server.mjs', port, env, nodeArgs: launch.nodeOptions });
 }
 

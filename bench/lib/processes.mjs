@@ -16,8 +16,11 @@ export const CLIENT_CPU = process.env.BENCH_CLIENT_CPU ?? '1';
 
 let serviceMain = path.join(ROOT, 'dist', 'src', 'main.js');
 
-/** The built module of the service's HTTP adapter (in the snapshot once taken), for the adapted Nest hello app. */
-export const serviceAdapterModule = () => path.join(path.dirname(serviceMain), 'common', 'express-adapter.js');
+/** The service's built sources, dist/src (in the snapshot once taken). */
+export const serviceDist = () => path.dirname(serviceMain);
+
+/** The built module of the service's HTTP adapter, for the adapted Nest hello app. */
+export const serviceAdapterModule = () => path.join(serviceDist(), 'common', 'express-adapter.js');
 
 /**
  * Copies dist/ into `dir` and runs the service from there, so that a rebuild of dist/ by someone else during the
@@ -278,6 +281,14 @@ export function otherBuild(dir) {
 /** The extra node flags of BENCH_SERVICE_NODE_ARGS (for profiling, e.g. "--cpu-prof --cpu-prof-dir=prof"). */
 export const extraServiceNodeArgs = () => (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
+/** The environment variables of a launch configuration ({@link readLaunchConfig}): glibc's malloc settings. */
+export function launchEnv({ mallocArenaMax, mallocMmapThreshold }) {
+  const env = {};
+  if (mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = mallocArenaMax;
+  if (mallocMmapThreshold !== undefined) env.MALLOC_MMAP_THRESHOLD_ = mallocMmapThreshold;
+  return env;
+}
+
 function serviceEnv({ port, databaseUrl }, launch = serviceLaunchConfig()) {
   const issuer = `http://127.0.0.1:${port}`;
   const env = {
@@ -293,9 +304,7 @@ function serviceEnv({ port, databaseUrl }, launch = serviceLaunchConfig()) {
     NODE_ENV: 'development',
   };
   // As the project's start command runs it (package.json config.mallocArenaMax); BENCH_SERVICE_ENV may override.
-  const { mallocArenaMax, mallocMmapThreshold } = launch;
-  if (mallocArenaMax !== undefined) env.MALLOC_ARENA_MAX = mallocArenaMax;
-  if (mallocMmapThreshold !== undefined) env.MALLOC_MMAP_THRESHOLD_ = mallocMmapThreshold;
+  Object.assign(env, launchEnv(launch));
   // Extra variables for experiments, e.g. BENCH_SERVICE_ENV="MALLOC_ARENA_MAX=2 UV_THREADPOOL_SIZE=2".
   for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(' ').filter(Boolean)) {
     const eq = pair.indexOf('=');
