@@ -871,6 +871,18 @@ function flowComparison({ section, kind, f, measured, other, target, serviceLabe
     measured: fmtRatio(ratio),
     disturbed,
     result,
+  });
+  // How much less CPU a flow costs the service, whatever share of its core it got: on PostgreSQL the database's
+  // backends also run on the server's CPU at times, which the peer (in memory) never shares.
+  const cpuRatio = reference.serverCpuMsPerFlow / service.serverCpuMsPerFlow;
+  const busy = (x) => `${Math.round(x.serverCpuShare * 100)}%`;
+  row({
+    section,
+    name: `(${f.key}) CPU per flow ${other.name} / service (busy ${busy(reference)} / ${busy(service)})`,
+    target: 'info only',
+    measured: fmtRatio(cpuRatio),
+    disturbed,
+    result: 'info',
     gapAfter: true,
   });
   const side = (x) => ({ rate: x.flowsPerSec, unit: 'flows/s', p50: x.flow.p50, p99: x.flow.p99, errors: x.errors });
@@ -886,7 +898,7 @@ function flowComparison({ section, kind, f, measured, other, target, serviceLabe
     first,
     disturbed,
   });
-  return { ratio, pairRatios, target: target ?? null, first, result };
+  return { ratio, pairRatios, cpuRatio, target: target ?? null, first, result };
 }
 
 /** A fresh database for a flows block: a SQLite file, or a PostgreSQL database `{ db, url }` (dropped by {@link dropStore}). */
