@@ -844,6 +844,8 @@ function mergeCannonSlices(slices) {
     disturbed: slices.some((r) => r.disturbed),
     waitedForQuietMs: sum('waitedForQuietMs'),
     sliceRequestsPerSec: slices.map((r) => r.requestsPerSec),
+    // Which slice a tail comes from: one slow slice (a GC phase, a busy host) moves the weighted p99 alone.
+    sliceP99: slices.map((r) => r.p99),
   };
 }
 
