@@ -4,8 +4,12 @@
 //   PORT=4000 ISSUER=http://127.0.0.1:3000 JWKS_URL=http://127.0.0.1:3000/.well-known/jwks.json \
 //     node bench/baseline-server.mjs
 //
-// Env: PORT, HOST (127.0.0.1), ISSUER, AUDIENCE (default ISSUER), JWKS_URL (default ISSUER/.well-known/jwks.json).
+// Env: PORT, HOST (127.0.0.1), ISSUER, AUDIENCE (default ISSUER), JWKS_URL (default ISSUER/.well-known/jwks.json),
+// CONTRACT_HEADERS=1 to answer with the headers the contract asks of the service besides (helmet's defaults and an
+// `X-Request-Id`), so that their cost on both ends of the connection can be told from the rest.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import helmet from 'helmet';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 
 const host = process.env.HOST || '127.0.0.1';
@@ -26,6 +30,7 @@ if (!jwksResponse.ok) {
 const keys = createLocalJWKSet(await jwksResponse.json());
 const options = { algorithms: ['RS256'], typ: 'at+jwt', issuer, audience, clockTolerance: 30 };
 const BEARER = /^bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)$/i;
+const securityHeaders = process.env.CONTRACT_HEADERS === '1' ? helmet() : undefined;
 
 function send(res, status, body, headers = {}) {
   const payload = JSON.stringify(body);
@@ -42,6 +47,10 @@ function unauthorized(res, header) {
 }
 
 const server = http.createServer(async (req, res) => {
+  if (securityHeaders) {
+    securityHeaders(req, res, () => {});
+    res.setHeader('X-Request-Id', randomUUID());
+  }
   if (req.method !== 'GET' || req.url !== '/api/resource') {
     send(res, 404, { error: 'not_found' });
     return;

@@ -3,8 +3,9 @@
 //   1. GET /api/resource (50 connections): the service, bench/baseline-server.mjs (bare node:http + jose) and
 //      bench/peer/nest-hello-server.mjs (bare Nest 12 + Express, one controller), the latter twice: with Nest's stock
 //      ExpressAdapter (the reference of the target) and, for information, with the service's ExpressHttpAdapter
-//      (the same framework with the service's HTTP server set-up): req/s and p99 of each, the ratios
-//      service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service. The four take
+//      (the same framework with the service's HTTP server set-up), and for information the baseline again answering
+//      with the headers the contract asks of the service (helmet's defaults, a request id): req/s and p99 of each,
+//      the ratios service / Nest hello (target >= 0.85) and service / baseline, p99 < 20 ms for the service. The five take
 //      turns in BENCH_SLICES rounds (as the flows' sides do), and each ratio is the median of the rounds' ratios;
 //   2. GET /users?gender=female&sort=age&order=desc&limit=20 (10 connections) on PostgreSQL with 1k and with 100k
 //      users (a fresh database and service process for each), and the time of the one INSERT ... SELECT
@@ -448,6 +449,7 @@ async function resourceScenario() {
     expectDemo: true,
   });
   let baseline;
+  let headed;
   let hello;
   let helloAdapted;
   try {
@@ -465,6 +467,19 @@ async function resourceScenario() {
     const baselineBody = await getJson(`${baseline.url}/api/resource`, token);
     if (JSON.stringify(serviceBody) !== JSON.stringify(baselineBody)) {
       throw new Error(`the baseline answers differently: ${JSON.stringify(serviceBody)} vs ${JSON.stringify(baselineBody)}`);
+    }
+    // Information: the same baseline answering with the headers the contract asks of the service (helmet's
+    // defaults, a request id), which both the server and the load generator pay for.
+    headed = await startBaseline({
+      port: await freePort(),
+      issuer: service.issuer,
+      audience: service.issuer,
+      jwksUrl: `${service.issuer}/.well-known/jwks.json`,
+      contractHeaders: true,
+    });
+    const headedBody = await getJson(`${headed.url}/api/resource`, token);
+    if (JSON.stringify(headedBody) !== JSON.stringify(baselineBody)) {
+      throw new Error(`the baseline with the contract's headers answers differently: ${JSON.stringify(headedBody)}`);
     }
     hello = await startPeer({ name: 'Nest hello app', script: HELLO_SCRIPT, port: await freePort() });
     // The same request as for the others (the hello app ignores the bearer token).
@@ -486,6 +501,7 @@ async function resourceScenario() {
     const sides = [
       { key: 'service', label: 'service', url: `${service.issuer}/api/resource`, server: service },
       { key: 'baseline', label: 'baseline', url: `${baseline.url}/api/resource`, server: baseline },
+      { key: 'headed', label: "baseline, the contract's headers", url: `${headed.url}/api/resource`, server: headed },
       { key: 'hello', label: 'Nest hello', url: hello.ready.url, server: hello },
       { key: 'adapted', label: 'Nest hello, service adapter', url: helloAdapted.ready.url, server: helloAdapted },
     ];
@@ -499,10 +515,11 @@ async function resourceScenario() {
         );
       }
     }
-    const [svc, base, hel, adapted] = sides.map((side) => mergeCannonSlices(slices[side.key]));
+    const [svc, base, head, hel, adapted] = sides.map((side) => mergeCannonSlices(slices[side.key]));
     const sliceRatio = (other) => median(slices.service.map((r, i) => r.requestsPerSec / slices[other][i].requestsPerSec));
     const svcProc = await stopService(service);
     const baseProc = await stopPeer(baseline);
+    const headedProc = await stopPeer(headed);
     const helloProc = await stopPeer(hello);
     const adaptedProc = await stopPeer(helloAdapted);
 
@@ -511,6 +528,7 @@ async function resourceScenario() {
     results.scenarios.resource = {
       service: svc,
       baseline: base,
+      baselineContractHeaders: head,
       nestHello: hel,
       nestHelloServiceAdapter: adapted,
       ratio,
@@ -518,9 +536,10 @@ async function resourceScenario() {
       adaptedHelloRatio: sliceRatio('adapted'),
       serviceProcess: svcProc,
       baselinePeakRssKb: baseProc.peakRssKb,
+      baselineContractHeadersPeakRssKb: headedProc.peakRssKb,
       nestHelloProcess: helloProc,
       nestHelloServiceAdapterProcess: adaptedProc,
-      order: ['service', 'baseline', 'nest hello', 'nest hello with the service adapter'],
+      order: ['service', 'baseline', "baseline with the contract's headers", 'nest hello', 'nest hello with the service adapter'],
       slices,
     };
     const s = '1';
@@ -530,6 +549,7 @@ async function resourceScenario() {
       result: verdict(svc.p99 < P99_TARGET_MS, cannonErrors(svc)),
     });
     measuredRow(s, 'GET /api/resource baseline node:http+jose', base);
+    measuredRow(s, "GET /api/resource baseline + the contract's headers", head);
     measuredRow(s, 'GET /api/resource Nest hello app (bare Nest)', hel);
     measuredRow(s, 'GET /api/resource Nest hello, service adapter', adapted);
     const helloVerdict = verdict(helloRatio >= HELLO_RATIO_TARGET, cannonErrors(svc) + cannonErrors(hel));
@@ -578,6 +598,18 @@ async function resourceScenario() {
       },
       {
         group: 'resource',
+        name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / node:http+jose with the contract's headers`,
+        db: 'sqlite',
+        service: side(svc),
+        other: side(head),
+        ratio: sliceRatio('headed'),
+        target: 'info',
+        result: 'info',
+        first: 'service',
+        disturbed: svc.disturbed || head.disturbed,
+      },
+      {
+        group: 'resource',
         name: `GET /api/resource (${RESOURCE_CONNECTIONS} conn) / node:http+jose`,
         db: 'sqlite',
         service: side(svc),
@@ -592,14 +624,16 @@ async function resourceScenario() {
     return [
       ['resource service (sqlite)', svcProc.peakRssKb],
       ['baseline node:http+jose (info)', baseProc.peakRssKb, true],
+      ["baseline with the contract's headers (info)", headedProc.peakRssKb, true],
       ['Nest hello app (info)', helloProc.peakRssKb, true],
       ['Nest hello app with the service adapter (info)', adaptedProc.peakRssKb, true],
     ];
   } catch (error) {
-    throw withProcessStates(error, service, baseline, hello, helloAdapted);
+    throw withProcessStates(error, service, baseline, headed, hello, helloAdapted);
   } finally {
     await stopProcess(service.proc);
     if (baseline) await stopProcess(baseline.proc);
+    if (headed) await stopProcess(headed.proc);
     if (hello) await stopProcess(hello.proc);
     if (helloAdapted) await stopProcess(helloAdapted.proc);
     removeSqlite(file);

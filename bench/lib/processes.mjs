@@ -369,8 +369,9 @@ export async function startService({ name, port, databaseUrl, expectDemo, build 
 }
 
 /** Starts bench/baseline-server.mjs pinned to the server CPU; it fetches the service's JWKS once at start. */
-export async function startBaseline({ port, issuer, audience, jwksUrl }) {
+export async function startBaseline({ port, issuer, audience, jwksUrl, contractHeaders = false }) {
   const env = {
+    CONTRACT_HEADERS: contractHeaders ? '1' : '0',
     PATH: process.env.PATH,
     PORT: String(port),
     HOST: '127.0.0.1',
