@@ -21,4 +21,4 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # The V8 flags of `npm start` (package.json "config.nodeFlags"), which NODE_OPTIONS does not take.
-CMD ["node", "--no-allocation-site-pretenuring", "dist/src/main.js"]
+CMD ["node", "--no-allocation-site-pretenuring", "--no-memory-reducer", "dist/src/main.js"]

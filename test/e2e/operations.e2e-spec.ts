@@ -211,6 +211,7 @@ describe('containers and configuration files', () => {
   it('runs the server, the image and the tests with the same V8 flags on the node command line (config.nodeFlags)', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(NODE_FLAGS).toContain('--no-allocation-site-pretenuring');
+    expect(NODE_FLAGS).toContain('--no-memory-reducer');
     for (const script of ['start', 'start:prod'])
       expect(pkg.scripts[script]).toContain('node $npm_package_config_nodeFlags dist/src/main.js');
     const command = /^CMD (\[.*\])$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1];
