@@ -458,25 +458,22 @@ async function resourceScenario() {
     const token = tokens.access_token;
     const serviceBody = await getJson(`${service.issuer}/api/resource`, token);
 
-    baseline = await startBaseline({
-      port: await freePort(),
-      issuer: service.issuer,
-      audience: service.issuer,
-      jwksUrl: `${service.issuer}/.well-known/jwks.json`,
-    });
+    const startBaselineOf = async (contractHeaders) =>
+      startBaseline({
+        port: await freePort(),
+        issuer: service.issuer,
+        audience: service.issuer,
+        jwksUrl: `${service.issuer}/.well-known/jwks.json`,
+        contractHeaders,
+      });
+    baseline = await startBaselineOf(false);
     const baselineBody = await getJson(`${baseline.url}/api/resource`, token);
     if (JSON.stringify(serviceBody) !== JSON.stringify(baselineBody)) {
       throw new Error(`the baseline answers differently: ${JSON.stringify(serviceBody)} vs ${JSON.stringify(baselineBody)}`);
     }
     // Information: the same baseline answering with the headers the contract asks of the service (helmet's
     // defaults, a request id), which both the server and the load generator pay for.
-    headed = await startBaseline({
-      port: await freePort(),
-      issuer: service.issuer,
-      audience: service.issuer,
-      jwksUrl: `${service.issuer}/.well-known/jwks.json`,
-      contractHeaders: true,
-    });
+    headed = await startBaselineOf(true);
     const headedBody = await getJson(`${headed.url}/api/resource`, token);
     if (JSON.stringify(headedBody) !== JSON.stringify(baselineBody)) {
       throw new Error(`the baseline with the contract's headers answers differently: ${JSON.stringify(headedBody)}`);
