@@ -157,11 +157,14 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     error: unknown,
     user: AuthPrincipal | false,
     challenge: unknown,
-    _context: ExecutionContext,
+    context: ExecutionContext,
     status?: unknown,
   ): TUser {
     if (error) throw error;
-    if (!user) throw failure(challenge, typeof status === 'number' ? status : undefined);
+    // Without a token, the challenge names the scope the route needs (RFC 6750 3), so that a client (an MCP
+    // agent) asks for that first.
+    const scope = this.ruleOf(context).scopes.join(' ') || undefined;
+    if (!user) throw failure(challenge, typeof status === 'number' ? status : undefined, scope);
     return user as TUser;
   }
 
@@ -203,7 +206,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
 }
 
 /** The RFC 6750 answer to a failed attempt: 400 for a malformed request, else a 401 with its challenge. */
-function failure(challenge: unknown, status: number | undefined): HttpProblemError {
+function failure(challenge: unknown, status: number | undefined, scope: string | undefined): HttpProblemError {
   if (status === 400) {
     return new HttpProblemError(400, 'invalid-request', 'The Authorization header is malformed, or the token was sent more than one way.', {
       'WWW-Authenticate': bearerChallenge({ error: 'invalid_request' }),
@@ -213,7 +216,7 @@ function failure(challenge: unknown, status: number | undefined): HttpProblemErr
     return invalidToken('The access token is invalid, expired or revoked.');
   }
   return new HttpProblemError(401, 'unauthorized', 'An access token is required.', {
-    'WWW-Authenticate': bearerChallenge({ realm: 'api' }),
+    'WWW-Authenticate': bearerChallenge({ realm: 'api', scope }),
   });
 }
 

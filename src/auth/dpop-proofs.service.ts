@@ -1,27 +1,15 @@
 import { type JsonWebKey, type KeyObject, createPublicKey, hash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
-import {
-  type CryptoKey,
-  type JWK,
-  type JWTPayload,
-  calculateJwkThumbprint,
-  decodeProtectedHeader,
-  errors as joseErrors,
-  importJWK,
-  jwtVerify,
-} from 'jose';
+import { type CryptoKey, type JWK, calculateJwkThumbprint, importJWK, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { CLOCK_SKEW_SECONDS } from '../keys/keys.config';
+import { DPOP_PROOF_LIFETIME_S, DpopProofError, type ProofShape, proofShape } from './dpop-proof-shape';
 import { DpopConfig } from './dpop.config';
 import { DpopNonces } from './dpop-nonces';
 import { DpopProofsRepository } from './dpop-proofs.repository';
 
-/**
- * The proof algorithms accepted (RFC 9449 5.1 `dpop_signing_alg_values_supported`); `Ed25519` is EdDSA by its
- * fully-specified name (RFC 9864), which current client libraries sign with.
- */
-export const DPOP_ALGS = ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'] as const;
+export { DPOP_ALGS, DPOP_PROOF_LIFETIME_S, DpopProofError } from './dpop-proof-shape';
 
 /**
  * The algorithms `@nestjs/jwt` (jsonwebtoken) verifies, synchronously with node:crypto: half the time of jose's
@@ -29,31 +17,8 @@ export const DPOP_ALGS = ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'] as cons
  */
 const NODE_ALGS = new Set(['ES256', 'RS256', 'PS256']);
 
-/** A proof is accepted this many seconds after its `iat` (plus the clock skew), and its `jti` kept as long. */
-export const DPOP_PROOF_LIFETIME_S = 60;
-
-/** The members of a JWK that only a private (or symmetric) key has: a proof's `jwk` must have none. */
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
-
-/** What a proof's key must be for its algorithm; RSA keys of 2048 bits or more. */
-const KEY_OF_ALG: Record<(typeof DPOP_ALGS)[number], (jwk: Record<string, unknown>) => boolean> = {
-  ES256: (jwk) => jwk.kty === 'EC' && jwk.crv === 'P-256',
-  EdDSA: (jwk) => jwk.kty === 'OKP' && jwk.crv === 'Ed25519',
-  Ed25519: (jwk) => jwk.kty === 'OKP' && jwk.crv === 'Ed25519',
-  RS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
-  PS256: (jwk) => jwk.kty === 'RSA' && typeof jwk.n === 'string' && jwk.n.length >= 342,
-};
-
-/** A proof refused: why, and whether a fresh nonce would help (`use_dpop_nonce`). */
-export class DpopProofError extends Error {
-  override name = 'DpopProofError';
-  constructor(
-    readonly description: string,
-    readonly useNonce = false,
-  ) {
-    super(description);
-  }
-}
+/** Verified keys kept, at most this many bytes in all (a 4096-bit RSA entry is about 1.5 kB). */
+const KEY_CACHE_BYTES = 8 * 1024 * 1024;
 
 /** What a request's proof must match: the method and URL of the request, and the access token it carries, if any. */
 export interface ProofTarget {
@@ -86,7 +51,12 @@ function htuOf(url: string): string | undefined {
  */
 @Injectable()
 export class DpopProofs {
-  private readonly keys = new LRUCache<string, { key: KeyObject | CryptoKey | Uint8Array; jkt: string }>({ max: 10_000 });
+  /** Keys whose proof verified, by algorithm and members: a client signs every proof with the same key. */
+  private readonly keys = new LRUCache<string, { key: KeyObject | CryptoKey | Uint8Array; jkt: string }>({
+    max: 10_000,
+    maxSize: KEY_CACHE_BYTES,
+    sizeCalculation: (_entry, id) => 2 * id.length + 256,
+  });
 
   constructor(
     private readonly used: DpopProofsRepository,
@@ -95,20 +65,17 @@ export class DpopProofs {
     readonly config: DpopConfig,
   ) {}
 
-  /** The `DPoP` header's proof checked against `target`: the key's thumbprint, or a {@link DpopProofError}. */
+  /**
+   * The `DPoP` header's proof checked against `target`: the key's thumbprint, or a {@link DpopProofError}. The
+   * checks that cost nothing come first ({@link proofShape}, then this request's method, URL, token and nonce);
+   * the key is imported and the signature checked only for a proof that passed them all.
+   */
   async check(header: string | string[] | undefined, target: ProofTarget): Promise<string> {
     if (header === undefined) throw new DpopProofError('A DPoP proof is required (the DPoP header).');
     // Two headers (which Node joins with a comma) or a list: a compact JWS has no comma.
     if (typeof header !== 'string' || header.includes(',')) throw new DpopProofError('Exactly one DPoP proof is allowed.');
-    const { key, jkt, alg } = await this.keyOf(header);
-    const payload = await this.verified(header, key, alg);
-    const { jti, htm, htu, ath, nonce, iat } = payload;
-    const now = Date.now() / 1000;
-    if (typeof iat !== 'number' || iat > now + CLOCK_SKEW_SECONDS || iat < now - DPOP_PROOF_LIFETIME_S - CLOCK_SKEW_SECONDS) {
-      throw new DpopProofError(`The DPoP proof's iat must be within the last ${DPOP_PROOF_LIFETIME_S} seconds.`);
-    }
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
-      throw new DpopProofError('The DPoP proof needs a jti of 1 to 256 characters.');
+    const shape = proofShape(header);
+    const { jti, htm, htu, ath, nonce, iat } = shape.claims;
     if (htm !== target.htm) throw new DpopProofError(`The DPoP proof is for another method (htm must be ${target.htm}).`);
     // A proof for exactly this URL needs no parsing (the usual case); else both are compared without query and fragment.
     if (typeof htu !== 'string' || (htu !== target.htu && htuOf(htu) !== htuOf(target.htu)))
@@ -119,8 +86,10 @@ export class DpopProofs {
     if (target.nonce && !this.nonces.isCurrent(nonce)) {
       throw new DpopProofError(nonce === undefined ? 'The DPoP proof needs a nonce of this server.' : 'The DPoP nonce is stale.', true);
     }
-    const expiresAt = (iat + DPOP_PROOF_LIFETIME_S + 2 * CLOCK_SKEW_SECONDS) * 1000;
-    if (!(await this.used.use(hash('sha256', `${jkt}:${jti}`, 'base64url'), expiresAt))) {
+    const jkt = await this.verifiedKey(header, shape);
+    // A NumericDate may have a fraction (RFC 7519 2): the kept expiry is a whole millisecond.
+    const expiresAt = Math.ceil((iat! + DPOP_PROOF_LIFETIME_S + 2 * CLOCK_SKEW_SECONDS) * 1000);
+    if (!(await this.used.use(hash('sha256', `${jkt}:${jti as string}`, 'base64url'), expiresAt))) {
       throw new DpopProofError('The DPoP proof was already used (jti).');
     }
     return jkt;
@@ -131,51 +100,36 @@ export class DpopProofs {
     return this.nonces.current();
   }
 
-  /** The proof's claims once its signature is verified by `key` with `alg`. */
-  private async verified(
-    proof: string,
-    key: KeyObject | CryptoKey | Uint8Array,
-    alg: string,
-  ): Promise<JWTPayload & Record<string, unknown>> {
+  /** The thumbprint of the proof's key once the proof's signature verifies with it; only then is the key kept. */
+  private async verifiedKey(proof: string, { alg, jwk }: ProofShape): Promise<string> {
+    const id = `${alg}.${JSON.stringify([jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e])}`;
+    const entry = this.keys.get(id) ?? (await this.imported(jwk, alg));
     try {
       // jsonwebtoken, which JwtService.verify calls, takes a KeyObject (its options' type says string or Buffer).
-      if (NODE_ALGS.has(alg)) return this.jwt.verify(proof, { publicKey: key as unknown as Buffer, algorithms: [alg as 'ES256'] });
-      return (await jwtVerify(proof, key as CryptoKey, { algorithms: [alg] })).payload;
-    } catch (error) {
-      if (error instanceof joseErrors.JOSEError || (error instanceof Error && error.name === 'JsonWebTokenError')) {
-        throw new DpopProofError(`The DPoP proof is invalid (${error.message}).`);
+      // The times were checked with the proof's shape, with this server's skew.
+      if (NODE_ALGS.has(alg)) {
+        const options = {
+          publicKey: entry.key as unknown as Buffer,
+          algorithms: [alg as 'ES256'],
+          ignoreExpiration: true,
+          ignoreNotBefore: true,
+        };
+        this.jwt.verify(proof, options);
+      } else {
+        await jwtVerify(proof, entry.key as CryptoKey, { algorithms: [alg], clockTolerance: Number.MAX_SAFE_INTEGER });
       }
-      throw error;
+    } catch {
+      // Whatever the library says of a forged proof (a bad signature, a malformed one), it is the sender's fault.
+      throw new DpopProofError("The DPoP proof's signature does not verify with its jwk.");
     }
+    this.keys.set(id, entry);
+    return entry.jkt;
   }
 
-  /** The proof's public key (imported once per key) and its thumbprint, after the header's checks. */
-  private async keyOf(proof: string): Promise<{ key: KeyObject | CryptoKey | Uint8Array; jkt: string; alg: string }> {
-    let header: ReturnType<typeof decodeProtectedHeader>;
+  private async imported(jwk: JWK, alg: string): Promise<{ key: KeyObject | CryptoKey | Uint8Array; jkt: string }> {
     try {
-      header = decodeProtectedHeader(proof);
-    } catch {
-      throw new DpopProofError('The DPoP proof is not a JWS.');
-    }
-    if (header.typ !== 'dpop+jwt') throw new DpopProofError('The DPoP proof must have typ dpop+jwt.');
-    const alg = header.alg as (typeof DPOP_ALGS)[number];
-    if (!(DPOP_ALGS as readonly string[]).includes(alg))
-      throw new DpopProofError(`The DPoP proof's alg must be one of ${DPOP_ALGS.join(', ')}.`);
-    const jwk = header.jwk as Record<string, unknown> | undefined;
-    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk))
-      throw new DpopProofError('The DPoP proof must carry its public key (jwk).');
-    if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw new DpopProofError("The DPoP proof's jwk must be a public key.");
-    if (!KEY_OF_ALG[alg](jwk)) throw new DpopProofError(`The DPoP proof's jwk is not a key for ${alg}.`);
-    const id = `${alg}.${JSON.stringify([jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e])}`;
-    const cached = this.keys.get(id);
-    if (cached) return { ...cached, alg };
-    try {
-      const members = Object.entries({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, n: jwk.n, e: jwk.e });
-      const publicJwk = Object.fromEntries(members.filter(([, value]) => value !== undefined)) as JWK;
-      const key = NODE_ALGS.has(alg) ? createPublicKey({ key: publicJwk as JsonWebKey, format: 'jwk' }) : await importJWK(publicJwk, alg);
-      const entry = { key, jkt: await calculateJwkThumbprint(publicJwk, 'sha256') };
-      this.keys.set(id, entry);
-      return { ...entry, alg };
+      const key = NODE_ALGS.has(alg) ? createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' }) : await importJWK(jwk, alg);
+      return { key, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
     } catch {
       throw new DpopProofError("The DPoP proof's jwk is not a valid key.");
     }

@@ -143,12 +143,25 @@ describe('GET /authorize', () => {
       await expectRedirectError(client, { response_type: undefined }, 'invalid_request');
     });
 
-    it('redirects invalid_scope for an unknown scope', async () => {
-      await expectRedirectError(client, { response_type: 'code', scope: 'orders:read admin' }, 'invalid_scope');
+    it('redirects invalid_scope when no scope asked for is known', async () => {
+      await expectRedirectError(client, { response_type: 'code', scope: 'admin no-such-scope' }, 'invalid_scope');
     });
 
-    it('redirects invalid_scope for a scope the client is not allowed', async () => {
-      await expectRedirectError(narrow, { response_type: 'code', scope: 'orders:read users:read' }, 'invalid_scope');
+    it("redirects invalid_scope when none of the scopes asked for is the client's", async () => {
+      await expectRedirectError(narrow, { response_type: 'code', scope: 'users:read users:write' }, 'invalid_scope');
+    });
+
+    it("narrows a request to the client's scopes (RFC 6749 3.3): the consent page, the code and the token say what is granted", async () => {
+      const { browser } = await signedIn(t);
+      const pkce = pkcePair();
+      const params = { scope: 'orders:read users:read admin', code_challenge: pkce.challenge, code_challenge_method: 'S256' };
+      const page = await browser.get(authorizePath({ response_type: 'code', client_id: narrow.client_id, state: 's', ...params }));
+      expect(page.status).toBe(200);
+      expect(parseForm(page.text).hidden.scope).toBe('orders:read');
+      const code = await authorizeCode(browser, narrow, params);
+      const issued = await token(t, narrow, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+      expect(issued.status).toBe(200);
+      expect(issued.body.scope).toBe('orders:read');
     });
 
     it('redirects invalid_request for code_challenge_method=plain', async () => {
@@ -185,7 +198,7 @@ describe('GET /authorize', () => {
     });
 
     it('keeps error_description within the characters RFC 6749 allows when it echoes the request', async () => {
-      await expectRedirectError(client, { response_type: 'code', scope: 'orders:read "q"\\\u00e9\u0000' }, 'invalid_scope');
+      await expectRedirectError(client, { response_type: 'code', scope: '"q"\\\u00e9\u0000' }, 'invalid_scope');
       await expectRedirectError(
         client,
         [
@@ -472,8 +485,13 @@ describe('GET /authorize', () => {
       const { browser } = await signedIn(t);
       const page = await consentPage(client, browser);
       const res = await browser.submit(page, { scope: 'orders:read users:write', decision: 'allow' });
-      expect([302, 303]).toContain(res.status);
-      expect(redirectParams(res).get('error')).toBe('invalid_scope');
+      const code = redirectParams(res).get('code');
+      const issued = await token(t, client, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT_URI });
+      expect(issued.status).toBe(200);
+      expect(issued.body.scope).toBe('orders:read');
+      const other = (await signedIn(t)).browser;
+      const wider = await other.submit(await consentPage(client, other), { scope: 'users:write', decision: 'allow' });
+      expect(redirectParams(wider).get('error')).toBe('invalid_scope');
     });
 
     it('binds the code to the PKCE challenge sent to /authorize through the consent page', async () => {

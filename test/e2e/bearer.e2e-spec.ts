@@ -19,6 +19,8 @@ import {
 } from '../support/oauth';
 
 const REALM = 'realm="api"';
+/** The challenge without a token on the caller's own record (GET /users/{id}), which needs users:read. */
+const REALM_USERS_READ = 'realm="api", scope="users:read"';
 const INVALID_TOKEN = 'error="invalid_token"';
 const INVALID_REQUEST = 'error="invalid_request"';
 
@@ -53,26 +55,30 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
 
   describe('no credentials', () => {
     it.each([
-      ['GET', '/api/resource'],
-      ['GET', '/users'],
-      ['GET', '/users/{self}'],
-      ['PUT', '/users/{self}'],
-      ['DELETE', '/users/{self}'],
-      ['POST', '/users'],
-      ['GET', '/users/{self}/orders'],
-      ['POST', '/users/{self}/orders'],
-      ['GET', '/users/{self}/orders/{random}'],
-    ])('answers %s %s without Authorization with 401 and WWW-Authenticate: Bearer realm="api"', async (method, template) => {
-      const path = template.replace('{self}', user.id).replace('{random}', randomUUID());
-      const res = await t.http()[method.toLowerCase() as 'get'](path);
-      expectProblem(res, 401, path);
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
-    });
+      ['GET', '/api/resource', ''],
+      ['GET', '/users', 'users:read'],
+      ['GET', '/users/{self}', 'users:read'],
+      ['PUT', '/users/{self}', 'users:write'],
+      ['DELETE', '/users/{self}', 'users:write'],
+      ['POST', '/users', 'users:write'],
+      ['GET', '/users/{self}/orders', 'orders:read'],
+      ['POST', '/users/{self}/orders', 'orders:write'],
+      ['GET', '/users/{self}/orders/{random}', 'orders:read'],
+    ])(
+      'answers %s %s without Authorization with 401 and WWW-Authenticate: Bearer realm="api", scope="%s"',
+      async (method, template, scope) => {
+        const path = template.replace('{self}', user.id).replace('{random}', randomUUID());
+        const res = await t.http()[method.toLowerCase() as 'get'](path);
+        expectProblem(res, 401, path);
+        // The scope the route needs, so that a client asks for it first; GET /api/resource takes any token.
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, scope ? `${REALM}, scope="${scope}"` : REALM));
+      },
+    );
 
     it('treats another authentication scheme as no bearer credentials (401 realm="api")', async () => {
       const res = await t.http().get(ownPath()).set('Authorization', 'Basic dXNlcjpwYXNzd29yZA==');
       expectProblem(res, 401, ownPath());
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM_USERS_READ));
     });
 
     it('treats a scheme that only starts with Bearer (no space before the token) as another scheme (401 realm="api")', async () => {
@@ -80,7 +86,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       for (const header of [`Bearer${token}`, `Bearer.${token}`, `XBearer ${token}`]) {
         const res = await t.http().get(ownPath()).set('Authorization', header);
         expectProblem(res, 401, ownPath());
-        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
+        expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM_USERS_READ));
       }
     });
 
@@ -88,7 +94,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
       const token = await t.token(user.id);
       const res = await t.http().get(`${ownPath()}?access_token=${token}`);
       expectProblem(res, 401, ownPath());
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM_USERS_READ));
     });
 
     it('ignores a token sent only in a form body (401 as if absent)', async () => {
@@ -100,7 +106,7 @@ describe('bearer tokens at the resource server (RFC 6750, RFC 9068)', () => {
         .type('form')
         .send({ access_token: token, item: 'x', quantity: '1', unitPriceCents: '1', currency: 'EUR' });
       expectProblem(res, 401, path);
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, REALM));
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, `${REALM}, scope="orders:write"`));
     });
   });
 

@@ -1,6 +1,9 @@
+import { createHash, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
+import { handProof, p256, rsaJwk } from '../support/hostile-keys';
 import { NO_RATE_LIMITS } from '../support/oauth';
 import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
 
@@ -77,6 +80,52 @@ const junk: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(hostileString, fc.oneof(fc.integer(), hostileString), { maxKeys: 3 }),
 );
 
+/** A header's value as an HTTP client can send it: printable ASCII, at most 500 characters. */
+const printable = (s: string) => s.replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value) ?? 'null').toString('base64url');
+
+/** Keys a proof may carry: a real one, and the shapes of the slow-verification attacks (RFC 9449 11). */
+const proofKey = p256();
+const hostileJwk = fc.oneof(
+  junk,
+  fc.constantFrom<unknown>(proofKey.jwk, rsaJwk(2048), rsaJwk(4096, Buffer.alloc(512, 0xff)), rsaJwk(8192), {
+    kty: 'EC',
+    crv: 'P-256',
+    x: 1,
+  }),
+);
+
+/**
+ * The DPoP header: mostly absent; else a signed proof with junk of every type in its claims and header, a
+ * JWS-shaped string of junk, or junk.
+ */
+const dpopHeader: fc.Arbitrary<string | undefined> = fc.oneof(
+  { weight: 5, arbitrary: fc.constant(undefined) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(
+        // Times are numbers more often than not, so that a proof gets past the type checks to the time checks.
+        fc.dictionary(
+          fc.constantFrom('htm', 'htu', 'iat', 'jti', 'ath', 'nonce', 'exp', 'nbf'),
+          fc.oneof(junk, fc.integer(), fc.double()),
+          {
+            maxKeys: 3,
+          },
+        ),
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant({}) },
+          fc.dictionary(fc.constantFrom('typ', 'alg', 'crit', 'kid'), junk, { maxKeys: 2 }),
+        ),
+        fc.option(hostileJwk, { nil: undefined, freq: 3 }),
+        fc.option(hostileString.map(printable), { nil: undefined, freq: 3 }),
+      )
+      .map(([claims, header, jwk, signature]) => handProof(proofKey, claims, jwk === undefined ? header : { ...header, jwk }, signature)),
+  },
+  { weight: 1, arbitrary: fc.tuple(junk, junk, hostileString).map(([h, p, sig]) => `${b64(h)}.${b64(p)}.${printable(sig)}`) },
+  { weight: 1, arbitrary: hostileString.map(printable) },
+);
+
 /** A value the schema allows. */
 function validOf(schema: Schema | undefined): fc.Arbitrary<unknown> {
   if (schema?.enum?.length) return fc.constantFrom(...schema.enum);
@@ -130,6 +179,7 @@ interface FuzzRequest {
   path: string;
   url: string;
   auth: string | undefined;
+  dpop?: string;
   body?: { type: string; text: string };
 }
 
@@ -151,13 +201,28 @@ describe('OpenAPI-driven fuzzing (fixed seed): no 5xx, and every answer as docum
     const adminToken = await t.token(admin.id, ALL_SCOPES);
     const userToken = await t.token(user.id, ALL_SCOPES);
     const ids = [user.id, ...targets.map((u) => u.id)];
+    // A token bound to the fuzzer's proof key (RFC 9449 6), so that its proofs reach every check of the API.
+    const jkt = createHash('sha256')
+      .update(JSON.stringify({ crv: proofKey.jwk.crv, kty: proofKey.jwk.kty, x: proofKey.jwk.x, y: proofKey.jwk.y }))
+      .digest('base64url');
+    const scope = ALL_SCOPES.join(' ');
+    const boundToken = t.app.get(TokenIssuer).mintAccessToken({ sub: admin.id, clientId: 'fuzz', scope, grantId: randomUUID(), jkt }).token;
 
     const auth = fc.oneof(
       { weight: 6, arbitrary: fc.constant(`Bearer ${adminToken}`) },
       { weight: 2, arbitrary: fc.constant(`Bearer ${userToken}`) },
       { weight: 1, arbitrary: fc.constant(undefined) },
       // What an HTTP client can send in a header at all.
-      { weight: 1, arbitrary: hostileString.map((s) => `Bearer ${s.replace(/[^\x20-\x7e]/g, '?').slice(0, 500)}`) },
+      { weight: 1, arbitrary: hostileString.map((s) => `Bearer ${printable(s)}`) },
+      // The DPoP scheme with an unbound token or junk, and other schemes with junk.
+      { weight: 1, arbitrary: fc.constant(`DPoP ${userToken}`) },
+      { weight: 2, arbitrary: fc.constant(`DPoP ${boundToken}`) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(fc.constantFrom('DPoP', 'dpop', 'Basic', 'Bearer  ', ''), hostileString)
+          .map(([scheme, s]) => `${scheme} ${printable(s)}`),
+      },
     );
 
     const operations: fc.Arbitrary<FuzzRequest>[] = [];
@@ -192,17 +257,19 @@ describe('OpenAPI-driven fuzzing (fixed seed): no 5xx, and every answer as docum
             )
           : fc.constant(undefined);
         operations.push(
-          fc.record({ segments: pathArb, query: queryArb, auth, body: bodyArb }).map(({ segments, query, auth: a, body }) => {
-            let i = 0;
-            const filled = path.replace(/\{[^}]+\}/g, () => encodeURIComponent(wellFormed(String(segments[i++]))));
-            const search = new URLSearchParams();
-            for (const [name, value] of Object.entries(query[0])) if (value !== undefined) search.append(name, stringOf(value));
-            if (query[1]) search.append(query[1][0], query[1][1]);
-            const [first] = [...search.keys()];
-            if (query[2] && first !== undefined) search.append(first, search.get(first)!);
-            const qs = search.toString();
-            return { method, path, url: qs ? `${filled}?${qs}` : filled, auth: a, body };
-          }),
+          fc
+            .record({ segments: pathArb, query: queryArb, auth, dpop: dpopHeader, body: bodyArb })
+            .map(({ segments, query, auth: a, dpop, body }) => {
+              let i = 0;
+              const filled = path.replace(/\{[^}]+\}/g, () => encodeURIComponent(wellFormed(String(segments[i++]))));
+              const search = new URLSearchParams();
+              for (const [name, value] of Object.entries(query[0])) if (value !== undefined) search.append(name, stringOf(value));
+              if (query[1]) search.append(query[1][0], query[1][1]);
+              const [first] = [...search.keys()];
+              if (query[2] && first !== undefined) search.append(first, search.get(first)!);
+              const qs = search.toString();
+              return { method, path, url: qs ? `${filled}?${qs}` : filled, auth: a, dpop, body };
+            }),
         );
       }
     }
@@ -226,6 +293,7 @@ describe('OpenAPI-driven fuzzing (fixed seed): no 5xx, and every answer as docum
   function send(r: FuzzRequest): Promise<Response> {
     let req = (t.http() as unknown as Record<string, (url: string) => ReturnType<ReturnType<TestApp['http']>['get']>>)[r.method](r.url);
     if (r.auth !== undefined) req = req.set('Authorization', r.auth);
+    if (r.dpop !== undefined) req = req.set('DPoP', r.dpop);
     if (r.body) req = req.set('Content-Type', r.body.type).send(r.body.text);
     return req.redirects(0).then(
       (res) => res,

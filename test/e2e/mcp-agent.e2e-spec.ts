@@ -230,4 +230,44 @@ describe('an MCP agent with a Client ID Metadata Document, and token exchange fo
     expect((await introspect()).body).toEqual({ active: false });
     expect((await fetch(api, { headers: { authorization: `Bearer ${agentToken}` } })).status).toBe(401);
   });
+
+  it('asks for every scope the metadata lists, as the SDK does when no challenge names one, and is narrowed, not refused', async () => {
+    const document = documents.server.document((url) => ({
+      client_id: url,
+      client_name: 'Wide agent',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }));
+    const agent = new InMemoryAgent(
+      REDIRECT,
+      { client_name: 'Wide agent', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' },
+      document.url,
+    );
+    const user = await t.createUser();
+    const browser = new Browser(t);
+    expect((await login(browser, user.email)).status).toBe(303);
+
+    // GET /api/resource takes any token: its 401 names no scope, so the SDK asks for all of scopes_supported.
+    const challenge = extractWWWAuthenticateParams(await fetch(api));
+    expect(challenge.scope).toBeUndefined();
+    expect(await auth(agent, { serverUrl: api, resourceMetadataUrl: challenge.resourceMetadataUrl })).toBe('REDIRECT');
+    const url = agent.authorizationUrl!;
+    const asked = url.searchParams.get('scope')!.split(' ');
+    expect(asked).toEqual(expect.arrayContaining(['audit:read', 'clients:admin', 'orders:read']));
+
+    // The consent page lists what will be granted: the scopes a metadata-document client and this person may have.
+    const granted = ['users:read', 'users:write', 'openid', 'profile', 'email', 'orders:read', 'orders:write'];
+    const code = await consentFor(origin, browser, url, granted);
+    expect(await auth(agent, { serverUrl: api, resourceMetadataUrl: challenge.resourceMetadataUrl, authorizationCode: code })).toBe(
+      'AUTHORIZED',
+    );
+    expect(agent.saved!.scope).toBe(granted.join(' '));
+    expect((await fetch(api, { headers: { authorization: `Bearer ${agent.saved!.access_token}` } })).status).toBe(200);
+
+    // A route that needs a scope names it in its 401, so that an agent asks for that first.
+    const orders = new URL(`/users/${user.id}/orders`, origin);
+    expect(extractWWWAuthenticateParams(await fetch(orders)).scope).toBe('orders:read');
+  });
 });

@@ -1,4 +1,4 @@
-import { createHmac, createPublicKey, randomUUID } from 'node:crypto';
+import { createHmac, createPublicKey, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { type ClientView, type CreateClientInput } from '../../src/oauth/clients
 import { ClientCreateCommand } from '../../src/oauth/clients/commands/client-create.command';
 import { ClientUpdateCommand } from '../../src/oauth/clients/commands/client-update.command';
 import { startDocumentServer } from '../support/document-server';
+import { rsaJwk } from '../support/hostile-keys';
 import {
   NO_RATE_LIMITS,
   authorizeCode,
@@ -520,6 +521,9 @@ describe('private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Co
         [{ jwks_uri: 'http://keys.example/jwks.json' }, 'jwks_uri must be an https URL'],
         [{ jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, 'jwks key 1 holds private key members (k): give public keys only'],
         [{ jwks: { keys: Array.from({ length: 11 }, () => old.jwk) } }, 'jwks must hold 1 to 10 keys'],
+        // Keys that would make every verification slow: refused before they are built.
+        [{ jwks: { keys: [rsaJwk(3072, randomBytes(384))] } }, 'jwks key 1: an RSA key must have the public exponent 65537 (e AQAB)'],
+        [{ jwks: { keys: [rsaJwk(8192)] } }, 'jwks key 1: an RSA key must have 2048 to 4096 bits'],
       ] as const) {
         const res = await t
           .http()

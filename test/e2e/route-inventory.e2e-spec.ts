@@ -396,13 +396,15 @@ describe('route inventory (STYLE "Auth": deny by default, approved public set)',
     expect(admitted).toEqual([]);
   });
 
-  it('answers every protected route with 401 Bearer realm="api" when no token is sent', async () => {
+  it('answers every protected route with 401 Bearer realm="api" and the scope it needs when no token is sent', async () => {
     const wrong: string[] = [];
     for (const route of routes.filter((r) => !r.isPublic)) {
       const path = route.path.replace(/:[A-Za-z]+/g, () => randomUUID());
       const res = await t.http()[route.method.toLowerCase() as 'get'](path);
-      if (res.status !== 401 || res.headers['www-authenticate'] !== bearerChallenge(t, 'realm="api"'))
-        wrong.push(`${key(route)} -> ${res.status}`);
+      // The scope the route needs, so that a client asks for it first (RFC 6750 3; the MCP authorization spec).
+      const scope = Array.isArray(route.scopes) ? `, scope="${route.scopes.join(' ')}"` : '';
+      if (res.status !== 401 || res.headers['www-authenticate'] !== bearerChallenge(t, `realm="api"${scope}`))
+        wrong.push(`${key(route)} -> ${res.status} ${res.headers['www-authenticate']}`);
     }
     expect(wrong).toEqual([]);
   });

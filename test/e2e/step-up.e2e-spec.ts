@@ -148,10 +148,14 @@ describe('scope challenges and step-up authorization', () => {
       expect(challenge.params.scope.split(' ').sort()).toEqual([READ, USERS_READ].sort());
       expect(challenge.params.resource_metadata).toBe(metadataUrl());
 
-      // The 401 of the same route names the same metadata, which answers and names this API.
+      // The 401 of the same route names the same scopes and metadata, which answers and names this API.
       const none = await t.http().get('/step-up-probe');
       expect(none.status).toBe(401);
-      expect(parseChallenge(none.headers['www-authenticate']).params).toEqual({ realm: 'api', resource_metadata: metadataUrl() });
+      expect(parseChallenge(none.headers['www-authenticate']).params).toEqual({
+        realm: 'api',
+        scope: 'orders:read users:read',
+        resource_metadata: metadataUrl(),
+      });
       const metadata = await t.http().get(new URL(challenge.params.resource_metadata).pathname);
       expect(metadata.status).toBe(200);
       expect(metadata.body.resource).toBe(t.config.audience);

@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import { rsaKeyProblem } from '../../common/crypto/rsa-key-limits';
 
 /**
  * The algorithms a client may sign its assertions with: asymmetric only, never `none` or a MAC. `Ed25519` is the
@@ -83,14 +84,13 @@ function checkedKey(value: unknown, index: number): PublicJwk {
   if (kept.alg !== undefined && !keyFitsAlg(kept, kept.alg as AssertionSigningAlg)) {
     throw new InvalidJwksError(`${where}: alg ${kept.alg} does not fit a ${kept.kty} key`);
   }
-  let key;
+  // Checked on the strings, before the key is built: a huge modulus or exponent would cost every verification.
+  const rsaProblem = kept.kty === 'RSA' ? rsaKeyProblem(kept.n, kept.e) : undefined;
+  if (rsaProblem) throw new InvalidJwksError(`${where}: ${rsaProblem}`);
   try {
-    key = createPublicKey({ key: kept as never, format: 'jwk' });
+    createPublicKey({ key: kept as never, format: 'jwk' });
   } catch {
     throw new InvalidJwksError(`${where} is not a valid public key`);
-  }
-  if (kept.kty === 'RSA' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
-    throw new InvalidJwksError(`${where}: an RSA key must have at least 2048 bits`);
   }
   return kept;
 }

@@ -4,6 +4,7 @@ import { DpopProofs } from '../../auth/dpop-proofs.service';
 import { AppConfig } from '../../config/app-config';
 import { proofKeyAt } from '../dpop-binding';
 import { Public } from '../../auth/auth.decorators';
+import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
 import type { Client } from '../entities/client.entity';
@@ -74,8 +75,11 @@ export class PushedAuthorizationController {
       'invalid_dpop_proof',
       'use_dpop_nonce',
     ],
+    rateLimited: true,
   })
+  // Decorators apply bottom-up: the token endpoint's rate limit is checked before the client is authenticated.
   @UseGuards(ClientAuthGuard)
+  @RateLimit('token')
   @HttpCode(201)
   @Header('Cache-Control', 'no-store')
   async push(

@@ -51,6 +51,10 @@ export type Prompt = (typeof PROMPT_VALUES)[number];
 
 const ACR_VALUES_PARAM = /^[\x21-\x7E]+( [\x21-\x7E]+)*$/;
 
+/** The longest `scope`, and the longest of any other parameter (an `id_token_hint` or a JWT in `state` fits). */
+const MAX_SCOPE_LENGTH = 1000;
+const MAX_PARAM_LENGTH = 4096;
+
 /** The largest `max_age` taken (about 68 years, in seconds): anything larger means the same. */
 const MAX_AGE_LIMIT = 2 ** 31 - 1;
 
@@ -184,6 +188,11 @@ export class AuthorizationRequestValidator {
       if (name === 'resource' && Array.isArray(value) && value.every((v) => typeof v === 'string')) continue;
       if (value !== undefined && typeof value !== 'string') return fail('invalid_request', `${name} was sent more than once.`);
     }
+    // A URL bounds what the front channel can send; /par's body is bounded here the same way, before anything is stored.
+    for (const [name, value] of Object.entries(raw)) {
+      const limit = name === 'scope' ? MAX_SCOPE_LENGTH : MAX_PARAM_LENGTH;
+      if (typeof value === 'string' && value.length > limit) return fail('invalid_request', `${name} must be at most ${limit} characters.`);
+    }
     for (const name of AUTHORIZE_PARAMS) params[name] = raw[name] as string | undefined;
     if (Array.isArray(raw.resource)) params.resource = (raw.resource as string[]).join(' ');
 
@@ -205,10 +214,12 @@ export class AuthorizationRequestValidator {
       .filter((s) => !OIDC_SCOPES.has(s))
       .join(' ');
     if (params.scope !== undefined && params.scope.trim() !== '') {
+      // RFC 6749 3.3: the request is narrowed to what the client may have (an agent asks for every scope the
+      // metadata lists); only a request with nothing left is refused.
       const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
-      const bad = requested.filter((s) => !allowed.has(s));
-      if (bad.length) return fail('invalid_scope', `Scope not allowed for this client: ${bad.join(' ')}`);
-      scope = requested.join(' ');
+      const kept = requested.filter((s) => allowed.has(s));
+      if (kept.length === 0) return fail('invalid_scope', `Scope not allowed for this client: ${requested.join(' ')}`);
+      scope = kept.join(' ');
     }
     if (scope === '') return fail('invalid_scope', 'scope is required: this client may have only OpenID Connect scopes.');
 
