@@ -101,6 +101,7 @@ export class AccessTokenVerifier {
       aud,
       act,
       acr,
+      auth_time: authTime,
       cnf,
     } = payload as JWTPayload & Record<string, unknown>;
     if (
@@ -125,6 +126,7 @@ export class AccessTokenVerifier {
     if (act !== undefined) principal.act = act as ActClaim;
     if (gcid !== undefined) principal.grantClientId = gcid as string;
     if (typeof acr === 'string') principal.acr = acr;
+    if (typeof authTime === 'number') principal.authTime = authTime;
     if (cnf !== undefined) principal.jkt = (cnf as { jkt: string }).jkt;
     return { principal, kid };
   }

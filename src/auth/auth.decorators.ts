@@ -9,6 +9,7 @@ import type { Scope } from './scopes';
 export const IS_PUBLIC_KEY = 'auth:isPublic';
 export const ACCESS_KEY = 'auth:access';
 export const ACR_KEY = 'auth:acr';
+export const AT_ISSUER_KEY = 'auth:atIssuer';
 
 /*
  * Every route declares who may call it in one decorator, on the handler or its controller (the handler's wins,
@@ -73,6 +74,12 @@ export function RequireAcr(level: Acr) {
     ApiProblem(401, `No valid access token, or one of a sign-in weaker than ${level} (WWW-Authenticate: insufficient_user_authentication)`),
   );
 }
+
+/**
+ * The route belongs to the authorization server (OpenID Connect's UserInfo): it is reached at the issuer's origin,
+ * which a DPoP proof's `htu` names, not `AUDIENCE`'s.
+ */
+export const AtIssuer = () => SetMetadata(AT_ISSUER_KEY, true);
 
 export type RequestWithPrincipal = Request & { principal?: AuthPrincipal };
 

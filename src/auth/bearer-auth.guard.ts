@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { asDpopChallenge, bearerChallenge, dpopChallenge } from '../common/bearer-challenge';
 import { DPOP_ALGS, DpopProofError, DpopProofs } from './dpop-proofs.service';
 import { HttpProblemError } from '../common/http-problem.error';
-import { ACR_KEY, type RequestWithPrincipal } from './auth.decorators';
+import { ACR_KEY, AT_ISSUER_KEY, type RequestWithPrincipal } from './auth.decorators';
 import { type Acr, meetsAcr } from './acr';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import type { BearerOptions } from './bearer.strategy';
@@ -32,6 +32,8 @@ interface CheckedRule {
   clientTokens: boolean;
   /** The sign-in level a person's token must carry (`@RequireAcr`). */
   acr: Acr | undefined;
+  /** The origin the route is reached at, which a DPoP proof's `htu` names (`@AtIssuer`: the issuer's). */
+  origin: string;
 }
 
 /**
@@ -46,8 +48,9 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   /** Per controller class, then per handler (a handler inherited by two controllers may be declared apart). */
   private readonly rules = new WeakMap<object, WeakMap<object, CheckedRule>>();
 
-  /** The origin of the API's URLs, which a DPoP proof's `htu` names. */
+  /** The origins of the API's URLs and of the authorization server's, which a DPoP proof's `htu` names. */
   private readonly origin: string;
+  private readonly issuerOrigin: string;
 
   constructor(
     private readonly reflector: Reflector,
@@ -58,6 +61,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   ) {
     super();
     this.origin = config.resourceOrigin;
+    this.issuerOrigin = new URL(config.issuer).origin;
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -89,7 +93,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     await super.canActivate(context);
     // AuthGuard stored the caller under `property` (getAuthenticateOptions).
     const principal = req.principal;
-    if (dpop || principal.jkt !== undefined) await this.checkProof(req, principal, dpop);
+    if (dpop || principal.jkt !== undefined) await this.checkProof(req, principal, dpop, rule.origin);
     if (rule.problem) throw new HttpProblemError(403, 'forbidden', 'This route declares no access rule, so it is closed.');
     // A client's own token on a route that acts for a person first: no scope would let it in, so it is not told
     // to ask for one (insufficient_scope would send it round for the same scopes again); its token is of the wrong
@@ -137,6 +141,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
         roles: access && access.people !== 'any' ? access.people : undefined,
         clientTokens: access?.clientTokens === true,
         acr: this.reflector.getAllAndOverride<Acr | undefined>(ACR_KEY, targets),
+        origin: this.reflector.getAllAndOverride<boolean | undefined>(AT_ISSUER_KEY, targets) ? this.issuerOrigin : this.origin,
       };
       rules.set(handler, rule);
     }
@@ -172,7 +177,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
    * RFC 9449 7: a token bound to a key comes with the DPoP scheme and a proof of that key for this request and this
    * token; a token of the DPoP scheme must be bound. A stolen bound token is of no use without the private key.
    */
-  private async checkProof(req: Request, principal: AuthPrincipal, dpop: boolean): Promise<void> {
+  private async checkProof(req: Request, principal: AuthPrincipal, dpop: boolean, origin: string): Promise<void> {
     if (!dpop) {
       const detail = 'This access token is bound to a key: send it with the DPoP scheme and a DPoP proof.';
       throw new HttpProblemError(401, 'invalid-token', detail, {
@@ -183,7 +188,7 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     const token = req.headers.authorization!.trim().split(/[ \t]+/)[1]!;
     let jkt: string;
     try {
-      jkt = await this.proofs.check(req.headers.dpop, { htm: req.method, htu: `${this.origin}${req.path}`, accessToken: token });
+      jkt = await this.proofs.check(req.headers.dpop, { htm: req.method, htu: `${origin}${req.path}`, accessToken: token });
     } catch (error) {
       if (!(error instanceof DpopProofError)) throw error;
       throw invalidProof(error.description);

@@ -44,6 +44,8 @@ export interface AuthPrincipal {
   grantClientId?: string;
   /** The level of the person's sign-in (`acr`, see acr.ts), when the token says. */
   acr?: string;
+  /** When the person signed in (`auth_time`, seconds since the epoch; RFC 9470 4), when the token says. */
+  authTime?: number;
   /** RFC 9449 6.1: the thumbprint of the key the token is bound to (`cnf.jkt`); such a token needs a DPoP proof. */
   jkt?: string;
 }

@@ -73,7 +73,10 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     expect(callback.status).toBe(302);
     const tokens = await tokensFrom(config, callback.headers.location, req);
     expect(tokens.claims()).toMatchObject({ acr: 'aal1', amr: ['pwd'] });
-    expect(decodeJwt(tokens.access_token).payload).toMatchObject({ acr: 'aal1', amr: ['pwd'] });
+    // RFC 9068 2.2.1: the access token says when the person signed in, as the ID token does.
+    const idAuthTime = tokens.claims()!.auth_time;
+    expect(typeof idAuthTime).toBe('number');
+    expect(decodeJwt(tokens.access_token).payload).toMatchObject({ acr: 'aal1', amr: ['pwd'], auth_time: idAuthTime });
   });
 
   it('follows RFC 9470 end to end with openid-client: 401 insufficient_user_authentication, acr_values, step-up with a code, 200', async () => {

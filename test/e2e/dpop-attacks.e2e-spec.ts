@@ -8,6 +8,12 @@ import { type TestApp, createTestApp } from '../support/test-app';
 
 const ALGS = 'ES256 EdDSA Ed25519 RS256 PS256';
 
+/** The RFC 7638 thumbprint of a P-256 public JWK. */
+const thumbprint = (jwk: Record<string, unknown>) =>
+  createHash('sha256')
+    .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }))
+    .digest('base64url');
+
 /**
  * DPoP proofs as an attacker sends them (RFC 9449 11, "Security Considerations"), at the two places that check
  * them without any secret of the sender's: `POST /par` with a public client's id, and the resource API with a
@@ -130,9 +136,7 @@ describe('DPoP proofs an attacker sends', () => {
 
   it('answers the same proofs at the resource API with 401 and the DPoP challenge', async () => {
     const key = p256();
-    const jkt = createHash('sha256')
-      .update(JSON.stringify({ crv: key.jwk.crv, kty: key.jwk.kty, x: key.jwk.x, y: key.jwk.y }))
-      .digest('base64url');
+    const jkt = thumbprint(key.jwk);
     const user = await t.createUser();
     const issued = t.app
       .get(TokenIssuer)
@@ -161,6 +165,32 @@ describe('DPoP proofs an attacker sends', () => {
       expect(res.headers['www-authenticate']).toBe(
         `DPoP error="invalid_dpop_proof", error_description="${detail}", algs="${ALGS}", resource_metadata="${t.config.resourceMetadataUrl}"`,
       );
+    }
+  });
+
+  it("checks a proof at /userinfo against the issuer's URL, not the API's (AUDIENCE elsewhere)", async () => {
+    const split = await createTestApp({ ...NO_RATE_LIMITS, AUDIENCE: 'https://api.example.com' });
+    try {
+      const key = p256();
+      const user = await split.createUser();
+      const issued = split.app
+        .get(TokenIssuer)
+        .mintAccessToken({ sub: user.id, clientId: 'c', scope: 'openid', grantId: randomUUID(), jkt: thumbprint(key.jwk) });
+      const ath = createHash('sha256').update(issued.token).digest('base64url');
+      const call = (htu: string) =>
+        split
+          .http()
+          .get('/userinfo')
+          .set('Authorization', `DPoP ${issued.token}`)
+          .set('DPoP', handProof(key, { htm: 'GET', htu, ath }));
+      const wrong = await call('https://api.example.com/userinfo');
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.detail).toBe(`The DPoP proof is for another URL (htu must be ${split.config.issuer}/userinfo).`);
+      const right = await call(`${split.config.issuer}/userinfo`);
+      expect(right.status).toBe(200);
+      expect(right.body.sub).toBe(user.id);
+    } finally {
+      await split.close();
     }
   });
 

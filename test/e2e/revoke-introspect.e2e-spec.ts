@@ -100,7 +100,7 @@ describe('POST /revoke and POST /introspect', () => {
   });
 
   describe('POST /introspect', () => {
-    it('describes an own active access token with exactly active, scope, client_id, sub, exp, iat, iss, aud, token_type Bearer', async () => {
+    it('describes an own active access token with exactly active, scope, client_id, sub, exp, iat, iss, aud, token_type Bearer, acr, auth_time', async () => {
       const { client, access, userId } = await issueTokens(t, { scope: 'orders:read users:read' });
       const res = await introspect(client, access);
       expect(res.status).toBe(200);
@@ -116,7 +116,11 @@ describe('POST /revoke and POST /introspect', () => {
         iss: t.config.issuer,
         aud: t.config.audience,
         token_type: 'Bearer',
+        // RFC 9470 6: the sign-in's level and time, as the token carries them.
+        acr: 'aal1',
+        auth_time: claims.auth_time,
       });
+      expect(typeof claims.auth_time).toBe('number');
     });
 
     it('describes an own active refresh token with token_type refresh_token', async () => {

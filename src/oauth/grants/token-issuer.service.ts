@@ -54,6 +54,8 @@ export interface AccessTokenClaims {
   notAfter?: number;
   /** RFC 9068 2.2.1: how the person signed in (RFC 8176), when the grant's login says; `acr` follows from it. */
   amr?: string[];
+  /** RFC 9068 2.2.1 / RFC 9470 4: when the person signed in, milliseconds since the epoch (claim `auth_time`, seconds). */
+  authTime?: number;
   /** RFC 9449 6.1: the thumbprint of the key the token is bound to (`cnf.jkt`). */
   jkt?: string;
 }
@@ -112,6 +114,7 @@ export class TokenIssuer {
         ...(claims.act ? { act: claims.act } : {}),
         ...(claims.grantClientId ? { gcid: claims.grantClientId } : {}),
         ...(claims.amr ? { amr: claims.amr, acr: acrOf(claims.amr) } : {}),
+        ...(claims.authTime !== undefined ? { auth_time: Math.floor(claims.authTime / 1000) } : {}),
         ...(claims.jkt ? { cnf: { jkt: claims.jkt } } : {}),
         iat,
         exp,
@@ -202,6 +205,7 @@ export class TokenIssuer {
       grantId: grant.id,
       audience: grant.audience,
       amr: grant.login?.amr,
+      authTime: grant.login?.authTime,
       jkt,
     });
     const openid = grant.login !== undefined && scope.split(' ').includes(OidcScope.openid);

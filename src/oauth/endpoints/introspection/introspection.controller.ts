@@ -55,6 +55,8 @@ export class IntrospectionController {
             },
             description: 'RFC 8693 4.1: who acts for sub (a token from a token exchange), the earlier actors nested',
           },
+          acr: { type: 'string', description: "RFC 9470 6: the level of the person's sign-in" },
+          auth_time: { type: 'integer', description: 'RFC 9470 6: when the person signed in (seconds since the epoch)' },
         },
       },
     },

@@ -24,6 +24,9 @@ export type Introspection =
       cnf?: { jkt: string };
       /** RFC 8693 4.1 (a claim of the token and of its introspection): the actor of an exchanged access token. */
       act?: ActClaim;
+      /** RFC 9470 6: the level and time of the person's sign-in, as the access token carries them. */
+      acr?: string;
+      auth_time?: number;
     };
 
 /** RFC 7662 for the calling client's own tokens; everything else is inactive and says nothing more. */
@@ -72,6 +75,8 @@ export class IntrospectionService {
       aud: access.aud,
       token_type: access.jkt ? 'DPoP' : 'Bearer',
       ...(access.act ? { act: access.act } : {}),
+      ...(access.acr !== undefined ? { acr: access.acr } : {}),
+      ...(access.authTime !== undefined ? { auth_time: access.authTime } : {}),
       ...(access.jkt ? { cnf: { jkt: access.jkt } } : {}),
     };
   }

@@ -1,6 +1,6 @@
 import { Controller, Get, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { Access, Principal } from '../../../auth/auth.decorators';
+import { Access, AtIssuer, Principal } from '../../../auth/auth.decorators';
 import type { AuthPrincipal } from '../../../auth/principal';
 import { ApiProblems } from '../../../common/openapi';
 import { NoQueryParams } from '../../../common/validation';
@@ -14,6 +14,7 @@ import { UserInfoService } from './userinfo.service';
  */
 @ApiTags('openid-connect')
 @ApiProblems(503)
+@AtIssuer()
 @Controller('userinfo')
 export class UserInfoController {
   constructor(private readonly userInfo: UserInfoService) {}
