@@ -42,7 +42,13 @@ export interface IssuedChallenge<Options> {
 
 /** Why an answer was refused, as the audit trail records it. */
 export type PasskeyRefusal =
-  'no challenge' | 'unreadable answer' | 'unknown passkey' | 'passkey of another person' | 'not verified' | 'already registered';
+  | 'no challenge'
+  | 'unreadable answer'
+  | 'unknown passkey'
+  | 'passkey of another person'
+  | 'no user handle'
+  | 'not verified'
+  | 'already registered';
 
 export type PasskeySignIn =
   { ok: true; userId: string; amr: AuthenticationMethods } | { ok: false; reason: PasskeyRefusal; userId?: string };
@@ -180,6 +186,8 @@ export class PasskeysService {
     const passkey = await this.passkeys.find(response.id);
     if (!passkey) return { ok: false, reason: 'unknown passkey', userId };
     const handle = response.response.userHandle;
+    // WebAuthn L3 7.2: a sign-in that named no person before the ceremony must be told whose passkey answered.
+    if (userId === undefined && !handle) return { ok: false, reason: 'no user handle' };
     if ((userId !== undefined && passkey.userId !== userId) || (handle && handle !== userHandleOf(passkey.userId, 'base64url'))) {
       return { ok: false, reason: 'passkey of another person', userId: userId ?? passkey.userId };
     }

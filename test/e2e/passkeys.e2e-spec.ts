@@ -280,6 +280,16 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     expect(reasons).toEqual(Array(4).fill({ reason: 'passkey: not verified' }));
   });
 
+  it('refuses a passkey sign-in without a user handle (WebAuthn 7.2: nobody was named before the ceremony)', async () => {
+    const { authenticator } = await registered();
+    const { browser, form, options } = await passkeyChallenge(a);
+    const answer = authenticator.authenticate(options, { origin });
+    const res = await postAnswer(browser, form, { ...answer, response: { ...answer.response, userHandle: '' } });
+    expectPage(res, 401);
+    expect(res.text).toContain('That passkey could not be used to sign in.');
+    expect(browser.cookies.has('oauth_session')).toBe(false);
+  });
+
   it('refuses an unknown passkey, and a body that is not an answer, with the login page (never a 500)', async () => {
     const { browser, form, options } = await passkeyChallenge(a);
     expectPage(await postAnswer(browser, form, new SoftAuthenticator().authenticate(options, { origin })), 401);
