@@ -1,6 +1,8 @@
 import * as oauth from 'oauth4webapi';
 import { generateKeyPair } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DeviceAuthorizationsRepository } from '../../src/oauth/device/device-authorizations.repository';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { AuditService } from '../../src/audit/audit.service';
 import { SqlRunner, sql } from '../../src/database/sql';
@@ -191,6 +193,36 @@ describe('device authorization grant (RFC 8628, oauth4webapi)', () => {
     expect(await pollError(oauth.processDeviceCodeResponse(as, clientOf(view), await poll(view, started.device_code)))).toBe(
       'authorization_pending',
     );
+  });
+});
+
+describe('device authorization grant: a user code drawn twice', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(NO_RATE_LIMITS);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('draws new codes when the ones drawn are taken already (the database says so), instead of a 500', async () => {
+    const view = await registerClient(t, { isPublic: true, grantTypes: [DEVICE_GRANT], scope: 'orders:read', redirectUris: [] });
+    const repository = t.app.get(DeviceAuthorizationsRepository);
+    const insert = repository.insert.bind(repository);
+    // The first codes drawn are stored by someone else just before: the real unique index refuses them.
+    const spy = vi.spyOn(repository, 'insert').mockImplementationOnce(async (request, event) => {
+      await insert(request, { ...event, id: randomUUID() });
+      return insert(request, event);
+    });
+    try {
+      const res = await t.http().post('/device_authorization').type('form').send({ client_id: view.client_id });
+      expect(res.status).toBe(200);
+      expect(spy).toHaveBeenCalledTimes(2);
+      const [first, second] = spy.mock.calls.map(([request]) => request.userCodeHash);
+      expect(second).not.toBe(first);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
 

@@ -2,8 +2,10 @@ import { randomInt } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../../audit/audit.service';
 import type { AuditContext } from '../../audit/audit-events';
+import type { AuditEvent } from '../../audit/audit-event.entity';
 import { type Scope, scopeDescription, scopesHeld } from '../../auth/scopes';
 import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import { isUniqueViolation } from '../../common/database-errors';
 import { uuidV7 } from '../../common/uuid-v7';
 import { AppConfig } from '../../config/app-config';
 import { epochMs } from '../../database/sql';
@@ -96,25 +98,23 @@ export class DeviceAuthorizationService {
     }
     const scope = requestedScope(client, rawScope);
     const resources = this.resources.atTokenEndpoint(client, rawResource);
-    const deviceCode = randomSecret(32);
-    const userCode = newUserCode();
     const now = Date.now();
     const event = AuditService.event(
       { type: 'device.requested', actor: `client:${client.id}`, clientId: client.id, details: { scope } },
       context,
       now,
     );
-    await this.requests.insert(
-      {
-        id: hashSecret(deviceCode),
-        userCodeHash: hashSecret(userCode),
+    const { deviceCode, userCode } = await this.stored(
+      (codes) => ({
+        id: hashSecret(codes.deviceCode),
+        userCodeHash: hashSecret(codes.userCode),
         clientId: client.id,
         scope,
         resources: ResourceIndicators.stored(resources),
         intervalSeconds: DEVICE_POLL_INTERVAL_S,
         now,
         expiresAt: now + DEVICE_CODE_TTL_S * 1000,
-      },
+      }),
       event,
     );
     this.audit.log(event);
@@ -236,6 +236,25 @@ export class DeviceAuthorizationService {
       login: grant.login,
     };
     return this.issuer.issueFor(client, ref, grant.scope, now, event, binding);
+  }
+
+  /**
+   * Stores a request under new codes; a user code that is already live (one in about 10^12 per pair, but a
+   * unique index says so) is drawn again instead of failing the request.
+   */
+  private async stored(
+    request: (codes: { deviceCode: string; userCode: string }) => Parameters<DeviceAuthorizationsRepository['insert']>[0],
+    event: AuditEvent,
+  ): Promise<{ deviceCode: string; userCode: string }> {
+    for (let attempt = 1; ; attempt++) {
+      const codes = { deviceCode: randomSecret(32), userCode: newUserCode() };
+      try {
+        await this.requests.insert(request(codes), event);
+        return codes;
+      } catch (error) {
+        if (!isUniqueViolation(error) || attempt === 3) throw error;
+      }
+    }
   }
 }
 
