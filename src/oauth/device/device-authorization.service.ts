@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../../audit/audit.service';
+import { type Acr, acrOfStored, meetsAcr } from '../../auth/acr';
 import type { AuditContext } from '../../audit/audit-events';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { type Scope, scopeDescription, scopesHeld } from '../../auth/scopes';
@@ -50,6 +51,12 @@ export interface DeviceRequestView {
   clientName: string;
   userCode: string;
   scopes: { name: string; description: string }[];
+}
+
+/** A sign-in weaker than the client's `minimum_acr`: the person steps up to `stepUp` first, then comes back to the code. */
+export interface DeviceStepUp {
+  stepUp: Acr;
+  userCode: string;
 }
 
 /** A user code as typed: capitals, without the dash, spaces or anything outside the alphabet; undefined if not one. */
@@ -132,15 +139,19 @@ export class DeviceAuthorizationService {
 
   /**
    * The pending request of a typed user code, as the person is asked about it (its scopes those their role lets
-   * them grant); undefined when there is none (unknown, expired, answered already).
+   * them grant), or the step-up its client's minimum level needs first; undefined when there is none (unknown,
+   * expired, answered already).
    */
-  async pending(typed: unknown, userId: string): Promise<DeviceRequestView | undefined> {
+  async pending(typed: unknown, session: CurrentSession): Promise<DeviceRequestView | DeviceStepUp | undefined> {
+    const userId = session.userId;
     const code = normalizedUserCode(typed);
     if (code === undefined) return undefined;
     const row = await this.requests.byUserCode(hashSecret(code), Date.now());
     if (!row || row.status !== 'pending') return undefined;
     const client = await this.clients.find(row.client_id);
     if (!client) return undefined;
+    const stepUp = levelShort(client, session);
+    if (stepUp !== null) return { stepUp, userCode: displayedUserCode(code) };
     const held = await scopesHeld(row.scope.split(' ') as Scope[], () => this.users.roleOf(userId));
     return {
       clientId: row.client_id,
@@ -152,9 +163,10 @@ export class DeviceAuthorizationService {
 
   /**
    * The person's answer to the request of a user code: approval starts the grant (with the session's login, for
-   * ID tokens and `acr`), denial ends the request. False when it was no longer pending.
+   * ID tokens and `acr`) once the sign-in reaches the client's minimum level (else the step-up it needs), denial
+   * ends the request. False when it was no longer pending.
    */
-  async answer(typed: unknown, allow: boolean, session: CurrentSession, context: AuditContext): Promise<boolean> {
+  async answer(typed: unknown, allow: boolean, session: CurrentSession, context: AuditContext): Promise<boolean | DeviceStepUp> {
     const code = normalizedUserCode(typed);
     if (code === undefined) return false;
     const userCodeHash = hashSecret(code);
@@ -168,6 +180,10 @@ export class DeviceAuthorizationService {
       if (denied) this.audit.log(event);
       return denied;
     }
+    const client = await this.clients.find(row.client_id);
+    if (!client) return false;
+    const stepUp = levelShort(client, session);
+    if (stepUp !== null) return { stepUp, userCode: displayedUserCode(code) };
     // A scope bound to a role the person lacks is left out of the grant, as at /authorize.
     const held = await scopesHeld(row.scope.split(' ') as Scope[], () => this.users.roleOf(session.userId));
     if (held.length === 0) return false;
@@ -256,6 +272,12 @@ export class DeviceAuthorizationService {
       }
     }
   }
+}
+
+/** The client's own minimum level (`minimum_acr`, as /authorize holds it) when the session's sign-in falls short of it. */
+function levelShort(client: Client, session: CurrentSession): Acr | null {
+  const level = client.minimumAcr;
+  return level === null || meetsAcr(acrOfStored(session.amr), level) ? null : level;
 }
 
 /** The scope of a device request: a subset of the client's registered scopes, or those less OpenID's when omitted. */

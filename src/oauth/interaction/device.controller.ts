@@ -5,7 +5,7 @@ import { Public } from '../../auth/auth.decorators';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../../common/openapi';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { safeEqual } from '../../common/crypto/secrets';
-import { DeviceAuthorizationService } from '../device/device-authorization.service';
+import { DeviceAuthorizationService, type DeviceStepUp } from '../device/device-authorization.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { type CurrentSession, SessionsService } from './sessions.service';
@@ -30,7 +30,7 @@ export class DeviceController {
 
   @Get()
   @ApiHtml(200, 'The code form, or (with a valid user_code) the request to allow or deny')
-  @ApiRedirect(302, 'No login session: to /login, which comes back here')
+  @ApiRedirect(302, "No login session: to /login, which comes back here; a sign-in below the client's minimum_acr: to /login/step-up")
   @ApiProblems(400, 429)
   @RateLimit('login')
   async show(@Req() req: Request, @Res() res: Response, @Query('user_code') userCode: unknown): Promise<void> {
@@ -44,12 +44,13 @@ export class DeviceController {
       sendHtml(res, 200, this.pages.deviceCode({ csrf: session.csrfToken }));
       return;
     }
-    await this.answerCode(res, session, userCode);
+    await this.answerCode(res, session, userCode, 302);
   }
 
   @Post()
   @ApiPageForm({ user_code: { type: 'string', maxLength: 64 }, csrf: { type: 'string' } }, ['user_code', 'csrf'])
   @ApiHtml(200, 'The request of that code, to allow or deny')
+  @ApiRedirect(303, "A sign-in below the client's minimum_acr: to /login/step-up, which comes back to the code")
   @ApiPageFormErrors('A code that is unknown, expired or answered already: the form again')
   @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
   @ApiProblems(429)
@@ -57,7 +58,7 @@ export class DeviceController {
   async enter(@Req() req: Request, @Res() res: Response): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
-    await this.answerCode(res, session, (req.body as Record<string, unknown>).user_code);
+    await this.answerCode(res, session, (req.body as Record<string, unknown>).user_code, 303);
   }
 
   @Post('decision')
@@ -66,6 +67,7 @@ export class DeviceController {
     ['user_code', 'csrf', 'decision'],
   )
   @ApiHtml(200, 'Allowed or denied: the person goes back to the device')
+  @ApiRedirect(303, "Allowed with a sign-in below the client's minimum_acr: to /login/step-up first, nothing approved")
   @ApiPageFormErrors('No decision, or a request no longer waiting (expired, answered already): an error page')
   @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
   async decide(@Req() req: Request, @Res() res: Response): Promise<void> {
@@ -77,15 +79,24 @@ export class DeviceController {
       return;
     }
     const allow = body.decision === 'allow';
-    if (!(await this.device.answer(body.user_code, allow, session, auditContextOf(req)))) {
+    const answered = await this.device.answer(body.user_code, allow, session, auditContextOf(req));
+    if (typeof answered === 'object') {
+      stepUpFirst(res, 303, answered);
+      return;
+    }
+    if (!answered) {
       sendHtml(res, 400, this.pages.deviceCode({ csrf: session.csrfToken, error: UNKNOWN_CODE }));
       return;
     }
     sendHtml(res, 200, this.pages.deviceDone(allow));
   }
 
-  private async answerCode(res: Response, session: CurrentSession, userCode: unknown): Promise<void> {
-    const pending = await this.device.pending(userCode, session.userId);
+  private async answerCode(res: Response, session: CurrentSession, userCode: unknown, status: 302 | 303): Promise<void> {
+    const pending = await this.device.pending(userCode, session);
+    if (pending && 'stepUp' in pending) {
+      stepUpFirst(res, status, pending);
+      return;
+    }
     if (!pending || pending.scopes.length === 0) {
       const typed = typeof userCode === 'string' ? userCode.slice(0, 16) : undefined;
       sendHtml(res, 400, this.pages.deviceCode({ csrf: session.csrfToken, userCode: typed, error: UNKNOWN_CODE }));
@@ -108,4 +119,10 @@ export class DeviceController {
     }
     return session;
   }
+}
+
+/** The person steps up to the client's minimum level (`/login/step-up`, as /authorize sends them) and comes back to the code. */
+function stepUpFirst(res: Response, status: 302 | 303, needed: DeviceStepUp): void {
+  const back = `${DEVICE_PATH}?user_code=${needed.userCode}`;
+  sendRedirect(res, status, `/login/step-up?return_to=${encodeURIComponent(back)}&acr=${needed.stepUp}`);
 }

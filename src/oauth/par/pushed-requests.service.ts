@@ -11,6 +11,16 @@ export const REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
 export const PUSHED_REQUEST_TTL_SECONDS = 300;
 
 /**
+ * A pushed request as /authorize reads it: its row's id, its parameters, and once its `prompt=login` or `max_age`
+ * sent the person to log in, when (epoch ms): only a login after that answers it.
+ */
+export interface PushedRequest {
+  id: string;
+  params: Record<string, string>;
+  loginAfter: number | null;
+}
+
+/**
  * Pushed authorization requests (RFC 9126): a client authenticates and posts its request's parameters, and gets a
  * `request_uri` to send the browser to /authorize with instead. Stored under the hash of that reference (anyone who
  * reads the table cannot use one), short-lived, and used up by the one answer it yields, on any instance.
@@ -27,12 +37,12 @@ export class PushedRequestsService {
   }
 
   /** The parameters a `request_uri` names for this client, while it is live and unused; else undefined. */
-  async resolve(requestUri: string, clientId: string): Promise<{ id: string; params: Record<string, string> } | undefined> {
+  async resolve(requestUri: string, clientId: string): Promise<PushedRequest | undefined> {
     if (!requestUri.startsWith(REQUEST_URI_PREFIX) || requestUri.length > REQUEST_URI_PREFIX.length + 64) return undefined;
     const id = hashSecret(requestUri.slice(REQUEST_URI_PREFIX.length));
     const row = await this.requests.find(id, Date.now());
     if (!row || row.clientId !== clientId) return undefined;
-    return { id, params: JSON.parse(row.params) as Record<string, string> };
+    return { id, params: JSON.parse(row.params) as Record<string, string>, loginAfter: row.loginAfter };
   }
 
   /** Uses the request up (its code or refusal is answered); false when it was used already, or expired. */
@@ -40,9 +50,15 @@ export class PushedRequestsService {
     return this.requests.use(id, Date.now());
   }
 
-  /** The request without what the login it asked for settled (`prompt=login`, `max_age`), for the way back. */
-  async settle(id: string, params: Record<string, string>): Promise<void> {
-    await this.requests.replaceParams(id, JSON.stringify(params));
+  /**
+   * The login the request asks for (`prompt=login` or `select_account`, `max_age`) is asked now: those parameters
+   * leave it, and from now on only a login after this moment answers it, on every visit of its `request_uri`.
+   */
+  async settle(request: PushedRequest): Promise<void> {
+    const { max_age: _maxAge, prompt, ...rest } = request.params;
+    const kept = (prompt ?? '').split(' ').filter((p) => p !== '' && p !== 'login' && p !== 'select_account');
+    const params = kept.length ? { ...rest, prompt: kept.join(' ') } : rest;
+    await this.requests.settle(request.id, JSON.stringify(params), Date.now());
   }
 
   /** For the retention job: up to `batch` requests that expired before `cutoff`; how many. */

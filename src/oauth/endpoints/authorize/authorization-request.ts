@@ -1,4 +1,4 @@
-import { PushedRequestsService } from '../../par/pushed-requests.service';
+import { type PushedRequest, PushedRequestsService } from '../../par/pushed-requests.service';
 import { OAuthConfig } from '../../oauth.config';
 import { type Acr, requestedAcr, strongerAcr } from '../../../auth/acr';
 import { Injectable } from '@nestjs/common';
@@ -102,7 +102,7 @@ export type AuthorizationRequestResult =
        * A pushed request (RFC 9126), sent as `request_uri`: its stored row, used up by the answer. `params` are
        * then `client_id` and `request_uri` only (what the consent form carries back).
        */
-      pushed: { id: string; params: Record<string, string> } | null;
+      pushed: PushedRequest | null;
       params: Record<string, string | undefined>;
     };
 

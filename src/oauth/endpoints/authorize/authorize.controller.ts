@@ -21,6 +21,7 @@ import { type Acr, acrOfStored, meetsAcr } from '../../../auth/acr';
 import { PasskeysService } from '../../../mfa/passkeys.service';
 import { SecondFactorsService } from '../../../mfa/second-factors.service';
 import { PushedRequestsService } from '../../par/pushed-requests.service';
+import { asksForLogin, minAuthTimeOf, pushedLoginAnswered } from './login-freshness';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
 
@@ -61,12 +62,12 @@ export class AuthorizeController {
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
     const { prompt } = request;
-    if (prompt.has('login') || prompt.has('select_account')) {
+    if (asksForLogin(request)) {
       await this.loginNeeded(req, res, request);
       return;
     }
-    // max_age: a session whose login is older needs a new one (Core 3.1.2.1); compared in ms, as stored.
-    const minAuthTime = request.maxAge === null ? 0 : Date.now() - request.maxAge * 1000;
+    // max_age (or a pushed request's asked-for login): a session whose login is older needs a new one.
+    const minAuthTime = minAuthTimeOf(request);
     // A client known only by its metadata document's URL is asked about every time: what that URL serves may have
     // changed hands since the person last allowed it.
     const forceConsent = prompt.has('consent') || request.client.metadataDocument !== null;
@@ -164,7 +165,10 @@ export class AuthorizeController {
     },
     ['csrf', 'decision', 'client_id'],
   )
-  @ApiRedirect(303, 'To redirect_uri with code and state (allow), or error=access_denied (deny) or another error')
+  @ApiRedirect(
+    303,
+    'To redirect_uri with code and state (allow), or error=access_denied (deny) or another error; to /authorize when a pushed request still needs its login',
+  )
   @ApiPageFormErrors('An unknown client or redirect URI, or no decision: an error page')
   @ApiHtml(403, 'No session, or a CSRF token that does not match it')
   async consent(@Req() req: Request, @Res() res: Response): Promise<void> {
@@ -177,6 +181,11 @@ export class AuthorizeController {
     }
     const validated = await this.validator.validate(params);
     if (this.answeredError(validated, res, 303) || validated.kind !== 'valid') return;
+    // A pushed request's prompt=login or max_age holds here too: back to /authorize, which asks for the login.
+    if (!pushedLoginAnswered(validated, session)) {
+      sendRedirect(res, 303, `/authorize?${new URLSearchParams(validated.params as Record<string, string>).toString()}`);
+      return;
+    }
     // The client's own minimum level holds here too (the form carries no acr_values: those were met before it).
     if (!levelMet(session, validated.acr)) {
       await this.stepUpNeeded(req, res, validated, session, 303);
@@ -231,22 +240,20 @@ export class AuthorizeController {
 
   /**
    * A login is needed (none, an old one, or prompt=login): the login page, which comes back to this request
-   * without `prompt=login` and `max_age` (the login it asked for has then happened); with prompt=none,
-   * `login_required` instead.
+   * without `prompt=login` and `max_age` (a pushed request: by its request_uri, and only a login after this one
+   * answers it); with prompt=none, `login_required` instead.
    */
   private async loginNeeded(req: Request, res: Response, request: ValidRequest): Promise<void> {
     if (request.prompt.has('none')) {
       this.interactionRequired(res, request, 'login_required', 'The user is not signed in, or not recently enough.');
       return;
     }
-    const returnTo = returnToAfterLogin(req.originalUrl, request.prompt, request.maxAge);
-    // A pushed request comes back by its request_uri: what the login settles leaves its stored parameters instead.
-    if (request.pushed && (request.maxAge !== null || request.prompt.has('login') || request.prompt.has('select_account'))) {
-      await this.pushedRequests.settle(request.pushed.id, settledParams(request.pushed.params, request.prompt));
-    }
+    // A pushed request comes back by its request_uri: the login it asks for is settled in its stored row instead.
+    const returnTo = request.pushed ? req.originalUrl : returnToAfterLogin(req.originalUrl, request.prompt, request.maxAge);
+    if (request.pushed && (request.maxAge !== null || asksForLogin(request))) await this.pushedRequests.settle(request.pushed);
     // max_age: the person of a live session that is only too old confirms it is them with a passkey (a whole
     // sign-in on its own) instead of signing in afresh.
-    if (request.maxAge !== null && !request.prompt.has('login') && !request.prompt.has('select_account')) {
+    if (request.maxAge !== null && !asksForLogin(request)) {
       const session = await this.sessions.current(sessionCookie.read(req));
       if (session && (request.hintedUser === null || session.userId === request.hintedUser) && (await this.passkeys.has(session.userId))) {
         sendRedirect(res, 302, `/login/step-up?return_to=${encodeURIComponent(returnTo)}&reauth=1`);
@@ -365,11 +372,4 @@ export class AuthorizeController {
 /** Whether the session's sign-in reaches `level` (none asked: any does). */
 function levelMet(session: CurrentSession, level: Acr | null): boolean {
   return level === null || meetsAcr(acrOfStored(session.amr), level);
-}
-
-/** A pushed request's parameters once the login it asked for happened: without `max_age` and `prompt=login`. */
-function settledParams(params: Record<string, string>, prompt: ReadonlySet<string>): Record<string, string> {
-  const { max_age: _maxAge, prompt: _prompt, ...rest } = params;
-  const kept = [...prompt].filter((p) => p !== 'login' && p !== 'select_account');
-  return kept.length ? { ...rest, prompt: kept.join(' ') } : rest;
 }
