@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { AuditBy } from '../audit/audit-events';
+import { SIGN_IN_FACTOR_REMOVED, SignInFactorRemovedEvent } from './factor-events';
 import { PasskeysService } from './passkeys.service';
 import { SecondFactorsService } from './second-factors.service';
 import type { FactorsResetResponseDto, SignInFactorsResponseDto } from './dto/sign-in-factors.dto';
@@ -15,6 +17,7 @@ export class SignInFactorsService {
   constructor(
     private readonly secondFactors: SecondFactorsService,
     private readonly passkeys: PasskeysService,
+    private readonly events: EventEmitter2,
   ) {}
 
   async overview(userId: string): Promise<SignInFactorsResponseDto> {
@@ -22,10 +25,19 @@ export class SignInFactorsService {
     return { userId, ...status, passkeys: passkeys.map((p) => PasskeyResponseDto.from(p)) };
   }
 
-  /** Removes the authenticator, recovery codes and passkeys of the person, each removal audited as `by`. */
+  /**
+   * Removes the authenticator, recovery codes and passkeys of the person, each removal audited as `by`; when any
+   * went, every session and grant of theirs ends too.
+   */
   async resetAll(userId: string, by: AuditBy): Promise<FactorsResetResponseDto> {
     const totp = await this.secondFactors.remove(userId, by.actor, by.context);
     const passkeys = await this.passkeys.removeAll(userId, by.actor, by.context);
+    if (totp || passkeys > 0) await this.removed(userId, by);
     return { userId, removed: { totp, passkeys } };
+  }
+
+  /** After a factor of the person went: their sessions (but `keptSession`) end and their grants are revoked. */
+  async removed(userId: string, by: AuditBy, keptSession?: string): Promise<void> {
+    await this.events.emitAsync(SIGN_IN_FACTOR_REMOVED, new SignInFactorRemovedEvent(userId, by, keptSession));
   }
 }

@@ -54,6 +54,7 @@ import { RefreshGrantService } from './grants/refresh-grant.service';
 import { RevocationController } from './endpoints/revocation.controller';
 import { SessionsRepository } from './interaction/sessions.repository';
 import { SessionsService } from './interaction/sessions.service';
+import { FactorChangeRules } from './interaction/factor-change-rules';
 import { TokenController } from './endpoints/token.controller';
 import { RegistrationController } from './clients/registration/registration.controller';
 import { AdminClientsController } from './clients/admin-clients.controller';
@@ -140,6 +141,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     { provide: RemoteJsonFetcher, useClass: SafeRemoteJson },
     SessionsService,
     SessionsRepository,
+    FactorChangeRules,
     ConsentService,
     ConsentsRepository,
     ConnectedAppsService,

@@ -2,16 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { AccessTokenVerifier } from '../../auth/access-token-verifier.service';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import type { AuditContext } from '../../audit/audit-events';
+import type { AuditBy, AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import { RevokedGrantsService, clientTokensId, userTokensId } from '../../auth/revoked-grants.service';
-import { NO_REQUEST } from '../../audit/audit-events';
+import { BY_SYSTEM } from '../../audit/audit-events';
 import { USER_DELETING, USER_PASSWORD_RESET, type UserDeletingEvent, type UserPasswordResetEvent } from '../../users/user-events';
 import type { Client } from '../entities/client.entity';
 import { GrantsRepository } from './grants.repository';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
 import { hashSecret } from '../../common/crypto/secrets';
+import { SIGN_IN_FACTOR_REMOVED, type SignInFactorRemovedEvent } from '../../mfa/factor-events';
 
 /**
  * The life of a grant (one code and the refresh tokens rotated from it): whether it is still live, and its
@@ -79,13 +80,21 @@ export class GrantRevocationService {
    */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async onPasswordReset(event: UserPasswordResetEvent): Promise<void> {
+    await this.revokeEveryGrantOf(event.userId, BY_SYSTEM, 'password reset', true);
+  }
+
+  /** After a sign-in factor of the person was removed: every grant of theirs, as at a password reset (audited when any). */
+  @OnEvent(SIGN_IN_FACTOR_REMOVED, { promisify: true, suppressErrors: false })
+  async onFactorRemoved(event: SignInFactorRemovedEvent): Promise<void> {
+    await this.revokeEveryGrantOf(event.userId, event.by, 'factor removed', false);
+  }
+
+  /** Every unrevoked grant of the person, with one `grant.revoked` event (`evenIfNone`: also when there were none). */
+  private async revokeEveryGrantOf(userId: string, by: AuditBy, via: string, evenIfNone: boolean): Promise<void> {
     const now = Date.now();
-    const revoked = AuditService.event(
-      { type: 'grant.revoked', actor: 'system', userId: event.userId, details: { via: 'password reset', every: true } },
-      NO_REQUEST,
-      now,
-    );
-    const ids = await this.grants.unrevokedIdsOf(event.userId);
+    const ids = await this.grants.unrevokedIdsOf(userId);
+    if (ids.length === 0 && !evenIfNone) return;
+    const revoked = AuditService.event({ type: 'grant.revoked', actor: by.actor, userId, details: { via, every: true } }, by.context, now);
     const writes = ids.flatMap((id) => [...GrantsRepository.revocationOf(id, now), this.revoked.revocationWrite(id, now)]);
     await this.grants.writeWith(writes, revoked);
     this.revoked.applied(ids, now);

@@ -10,7 +10,6 @@ import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { CHALLENGE_TTL_SECONDS, PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
-import { acrOfStored, meetsAcr } from '../../auth/acr';
 import { problem, sendProblem } from '../../common/problem';
 import { CONTROL_CHARACTER } from '../../common/text';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
@@ -18,13 +17,10 @@ import { WEBAUTHN_CHALLENGE_COOKIE } from './login.controller';
 import { UsersService } from '../../users/users.service';
 import { type AccountSecurityPageView, OAuthPages, sendHtml, sendRedirect } from './pages';
 import { type CurrentSession, SessionsService } from './sessions.service';
+import { ACCOUNT_SECURITY_PATH, FactorChangeRules } from './factor-change-rules';
 
-export const ACCOUNT_SECURITY_PATH = '/account/security';
 const BACK = { href: ACCOUNT_SECURITY_PATH, label: 'Back to sign-in security' };
-/** Where a password-only session of a person with a factor confirms it is them before changing their factors. */
-const STEP_UP_HREF = `/login/step-up?return_to=${encodeURIComponent(ACCOUNT_SECURITY_PATH)}&acr=aal2`;
 const AUTHENTICATOR_ACTIVE = 'An authenticator is set up already: remove it first to set up another.';
-const CONFIRM_FIRST = 'To change how you sign in, first confirm it is you with your authenticator or a passkey.';
 
 /**
  * The account's sign-in security page: a signed-in person sets up an authenticator app (TOTP), confirms it with a
@@ -42,6 +38,7 @@ export class AccountSecurityController {
     private readonly users: UsersService,
     private readonly pages: OAuthPages,
     private readonly config: AppConfig,
+    private readonly rules: FactorChangeRules,
   ) {}
 
   @Get()
@@ -60,7 +57,11 @@ export class AccountSecurityController {
   @Post('totp')
   @ApiPageForm({ csrf: { type: 'string' } }, ['csrf'])
   @ApiHtml(200, 'A new authenticator to scan (QR code and key), with the form for its first code')
-  @ApiHtml(403, 'No login session, a CSRF token that does not match it, or a password-only session of a person with a factor')
+  @ApiHtml(
+    403,
+    'No login session, a CSRF token that does not match it, a password-only session of a person with a factor, or (the ' +
+      'first factor) a sign-in more than 5 minutes old: the page links to the password again',
+  )
   @ApiHtml(409, 'An authenticator is set up already')
   @ApiPageFormErrors('A query parameter')
   async begin(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
@@ -70,7 +71,7 @@ export class AccountSecurityController {
       await this.render(res, 409, session, { error: AUTHENTICATOR_ACTIVE });
       return;
     }
-    if (await this.confirmFirst(res, session)) return;
+    if (await this.confirmFirst(res, session, 'add')) return;
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
     const enrolment = await this.secondFactors.beginTotp(session.userId, label, new URL(this.config.issuer).host);
     if (!enrolment) {
@@ -132,6 +133,7 @@ export class AccountSecurityController {
       await lastFactor();
       return;
     }
+    await this.rules.removed(session, auditContextOf(req));
     sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
   }
 
@@ -149,8 +151,9 @@ export class AccountSecurityController {
       sendProblem(res, problem(403, 'No login session, or the form has expired: load the page again.', req.path));
       return;
     }
-    if (await this.weakerThanFactors(session)) {
-      sendProblem(res, problem(403, CONFIRM_FIRST, req.path));
+    const refused = await this.rules.refusal(session, 'add');
+    if (refused) {
+      sendProblem(res, problem(403, refused.error, req.path));
       return;
     }
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
@@ -171,12 +174,12 @@ export class AccountSecurityController {
   )
   @ApiRedirect(303, `Added: back to ${ACCOUNT_SECURITY_PATH}`)
   @ApiPageFormErrors('An answer that does not verify (wrong origin or relying party, no user verification, replayed), or a bad name')
-  @ApiHtml(403, 'No login session, or a CSRF token that does not match it')
+  @ApiHtml(403, 'No login session, a CSRF token that does not match it, or a session that may not add a factor (see /passkeys/options)')
   @ApiHtml(409, 'This passkey is registered already')
   async addPasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
-    if (await this.confirmFirst(res, session)) return;
+    if (await this.confirmFirst(res, session, 'add')) return;
     const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
     clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
     const name = nameOf(req);
@@ -239,7 +242,7 @@ export class AccountSecurityController {
   async removePasskey(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): Promise<void> {
     const session = await this.checkedSession(req, res);
     if (!session) return;
-    if (await this.confirmFirst(res, session)) return;
+    if (await this.confirmFirst(res, session, 'remove')) return;
     const userId = session.userId;
     // The last factor is checked as the passkey goes, under a lock that a removal of the authenticator takes too.
     const outcome = await this.passkeys.remove(
@@ -257,25 +260,15 @@ export class AccountSecurityController {
       await this.render(res, 404, session, { error: 'That passkey is not one of yours.' });
       return;
     }
+    await this.rules.removed(session, auditContextOf(req));
     sendRedirect(res, 303, ACCOUNT_SECURITY_PATH);
   }
 
-  /**
-   * Whether the session is a password-only one (aal1) of a person who has a second factor or a passkey: whoever
-   * holds such a cookie has not shown that factor, so may not add another (a way in without the password) or take
-   * one away; the person confirms it is them first (step-up).
-   */
-  private async weakerThanFactors(session: CurrentSession): Promise<boolean> {
-    if (!passwordOnly(session)) return false;
-    const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
-    return totp || passkey;
-  }
-
-  /** {@link weakerThanFactors}: answers 403 with the way to confirm it is them, and returns true. */
-  private async confirmFirst(res: Response, session: CurrentSession): Promise<boolean> {
-    if (!(await this.weakerThanFactors(session))) return false;
-    await this.render(res, 403, session, { error: CONFIRM_FIRST, confirmFirst: STEP_UP_HREF });
-    return true;
+  /** When the session may not make this change (see FactorChangeRules): answers 403 with the way on, and returns true. */
+  private async confirmFirst(res: Response, session: CurrentSession, change: 'add' | 'remove'): Promise<boolean> {
+    const refused = await this.rules.refusal(session, change);
+    if (refused) await this.render(res, 403, session, refused);
+    return refused !== undefined;
   }
 
   /** Whether the person's role needs a second factor (MFA_REQUIRED_ROLES). */
@@ -305,8 +298,8 @@ export class AccountSecurityController {
     extra: Partial<AccountSecurityPageView> = {},
   ): Promise<void> {
     const [state, passkeys] = await Promise.all([this.secondFactors.status(session.userId), this.passkeys.list(session.userId)]);
-    const weak = passwordOnly(session) && (state.totp === 'active' || passkeys.length > 0);
-    const view = { csrf: session.csrfToken, ...state, passkeys, ...(weak ? { confirmFirst: STEP_UP_HREF } : {}), ...extra };
+    const confirmFirst = await this.rules.confirmFirst(session, state.totp === 'active' || passkeys.length > 0);
+    const view = { csrf: session.csrfToken, ...state, passkeys, ...(confirmFirst ? { confirmFirst } : {}), ...extra };
     sendHtml(res, status, this.pages.accountSecurity(view));
   }
 }
@@ -326,9 +319,4 @@ function nameOf(req: Request): string | undefined {
   const value = ((req.body ?? {}) as Record<string, unknown>).name;
   const name = typeof value === 'string' ? value.trim() : '';
   return name.length > PASSKEY_NAME_MAX || CONTROL_CHARACTER.test(name) ? undefined : name;
-}
-
-/** Whether the session's sign-in was a password alone (below aal2). */
-function passwordOnly(session: CurrentSession): boolean {
-  return !meetsAcr(acrOfStored(session.amr), 'aal2');
 }

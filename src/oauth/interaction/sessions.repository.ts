@@ -46,6 +46,7 @@ const REAUTHENTICATE = sql`
   WHERE id = :id AND user_id = :userId`;
 const DELETE_SESSION = sql`DELETE FROM sessions WHERE id = :id`;
 const DELETE_USER_SESSIONS = sql`DELETE FROM sessions WHERE user_id = :userId`;
+const DELETE_OTHER_USER_SESSIONS = sql`DELETE FROM sessions WHERE user_id = :userId AND id <> :kept`;
 
 interface SessionRow {
   id: string;
@@ -107,13 +108,23 @@ export class SessionsRepository {
     return changed > 0;
   }
 
-  /** Deletes the session with its event; false (and no event) when it was gone already. */
   /** Deletes every session of a person with `event`; how many there were. */
   async deleteAllOf(userId: string, event: AuditEvent): Promise<number> {
     const [deleted] = await this.db.atomic([{ statement: DELETE_USER_SESSIONS, params: { userId } }, AuditRepository.insertOf(event)]);
     return deleted;
   }
 
+  /** Deletes every session of a person but `kept` (every one when none), with `event` when any went; how many. */
+  async deleteOthersOf(userId: string, kept: string | undefined, event: AuditEvent): Promise<number> {
+    const write =
+      kept === undefined
+        ? { statement: DELETE_USER_SESSIONS, params: { userId } }
+        : { statement: DELETE_OTHER_USER_SESSIONS, params: { userId, kept } };
+    const [deleted] = await this.db.atomic([write, AuditRepository.insertOf(event, { onlyIfChanged: true })]);
+    return deleted;
+  }
+
+  /** Deletes the session with its event; false (and no event) when it was gone already. */
   async delete(id: string, event: AuditEvent): Promise<boolean> {
     const [deleted] = await this.db.atomic([
       { statement: DELETE_SESSION, params: { id } },

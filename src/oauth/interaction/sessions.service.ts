@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { type AuditContext, NO_REQUEST } from '../../audit/audit-events';
 import { USER_PASSWORD_RESET, type UserPasswordResetEvent } from '../../users/user-events';
+import { SIGN_IN_FACTOR_REMOVED, type SignInFactorRemovedEvent } from '../../mfa/factor-events';
 import { AuditService } from '../../audit/audit.service';
 import type { Session } from '../entities/session.entity';
 import { type SessionRecord, SessionsRepository } from './sessions.repository';
@@ -23,7 +24,7 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 }
 
 /** Why a session ended, in its `logout` event. */
-export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset';
+export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset' | 'factor removed';
 
 /** How a person signed in, in RFC 8176's words (`amr`). */
 export type { AuthenticationMethods };
@@ -103,10 +104,6 @@ export class SessionsService {
     return secret;
   }
 
-  /**
-   * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
-   * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
-   */
   /** After an operator replaced a person's password: every session of theirs ends (one `logout` event). */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async endAllOnPasswordReset(event: UserPasswordResetEvent): Promise<void> {
@@ -116,6 +113,22 @@ export class SessionsService {
     this.audit.log(logout);
   }
 
+  /**
+   * After a sign-in factor of the person was removed: every session of theirs ends but the one that removed it (one
+   * `logout` event, when any did), among them any a stolen cookie kept open.
+   */
+  @OnEvent(SIGN_IN_FACTOR_REMOVED, { promisify: true, suppressErrors: false })
+  async endOthersOnFactorRemoval(event: SignInFactorRemovedEvent): Promise<void> {
+    const which: Record<string, boolean> = event.keptSession === undefined ? { every: true } : { others: true };
+    const details = { via: 'factor removed' satisfies LogoutVia, ...which };
+    const logout = AuditService.event({ type: 'logout', actor: event.by.actor, userId: event.userId, details }, event.by.context);
+    if ((await this.sessions.deleteOthersOf(event.userId, event.keptSession, logout)) > 0) this.audit.log(logout);
+  }
+
+  /**
+   * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
+   * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
+   */
   async end(
     session: Pick<CurrentSession, 'id' | 'userId'>,
     context: AuditContext,
