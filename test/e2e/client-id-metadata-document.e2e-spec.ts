@@ -283,6 +283,9 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
     const res = await browser.get(authorizeUrl(doc.url, { scope: 'users:read' }));
     // The client chose its redirect URI itself: the error is shown, not redirected there.
     expectErrorPage(res, 'invalid_scope: Scope not allowed for this client: users:read');
+    // With a link there the person may choose to follow: the error, state and iss, as a redirect would carry them.
+    const error = new URLSearchParams({ error: 'invalid_scope', error_description: 'Scope not allowed for this client: users:read' });
+    expect(res.text).toContain(`<a href="${CALLBACK}?${error.toString().replace('&', '&amp;')}&amp;state=st&amp;iss=`);
     const ok = await browser.get(authorizeUrl(doc.url, { scope: 'orders:read' }));
     expect(ok.status).toBe(200);
   });

@@ -148,12 +148,14 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.post_logout_redirect_uris).toEqual([signedOut, 'http://127.0.0.1:8080/bye']);
-    // The logout endpoint takes it for this client, and nothing else.
+    // The logout endpoint takes it for this client, and nothing else: without an ID token of the client, as a link
+    // on the "Signed out" page, never a redirect (the client chose it itself).
     const bye = await t
       .http()
       .get(`/end-session?${new URLSearchParams({ client_id: res.body.client_id, post_logout_redirect_uri: signedOut })}`);
-    expect(bye.status).toBe(302);
-    expect(bye.headers.location).toBe(signedOut);
+    expect(bye.status).toBe(200);
+    expect(bye.headers.location).toBeUndefined();
+    expect(bye.text).toContain(`<a href="${signedOut}" rel="noreferrer">Continue to agent.example</a>`);
 
     for (const [uris, description] of [
       [['http://agent.example/bye'], 'A redirect URI must be https, or http on a loopback address.'],
@@ -205,6 +207,9 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
       expect(res.status, JSON.stringify(params)).toBe(400);
       expect(res.headers.location).toBeUndefined();
       expect(res.headers['content-type']).toMatch(/^text\/html/);
+      // The person may still go on, by a link they choose to follow (RFC 9700 4.11.2), with state escaped.
+      expect(res.text).toContain('<a href="https://evil.example/x?error=');
+      expect(res.text).not.toContain('<payload>');
     }
   });
 

@@ -22,6 +22,7 @@ import { PasskeysService } from '../../../mfa/passkeys.service';
 import { SecondFactorsService } from '../../../mfa/second-factors.service';
 import { PushedRequestsService } from '../../par/pushed-requests.service';
 import { asksForLogin, minAuthTimeOf, pushedLoginAnswered } from './login-freshness';
+import { answerClientError } from './client-error-answer';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
 
@@ -51,14 +52,10 @@ export class AuthorizeController {
   @ApiHtml(200, 'The consent page (the client is not trusted and the scopes were not granted before)')
   @ApiHtml(
     400,
-    'An unknown client or redirect URI, or a client ID URL whose metadata document cannot be fetched or used: an error page, never a redirect',
+    'An unknown client or redirect URI, or a client ID URL whose metadata document cannot be fetched or used: an error page, never a redirect; an error for a client that chose its own redirect URIs: a page with a link there',
   )
   async authorize(@Req() req: Request, @Res() res: Response): Promise<void> {
     const request = await this.validator.validate(req.query as Record<string, unknown>);
-    if (request.kind === 'error' && request.selfRegistered) {
-      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${request.error}: ${request.description}`));
-      return;
-    }
     if (this.answeredError(request, res) || request.kind !== 'valid') return;
 
     const { prompt } = request;
@@ -233,9 +230,15 @@ export class AuthorizeController {
     return grantable.length === requested.length ? request : { ...request, scope: grantable.join(' ') };
   }
 
+  /** No scope left for the person: at GET /authorize no page was seen yet, so an untrusted URI gets one. */
   private noGrantableScope(res: Response, request: ValidRequest, status: 302 | 303 = 302): void {
-    const error = { error: 'invalid_scope', error_description: 'The requested scopes need a role the user does not have.' };
-    sendRedirect(res, status, this.validator.redirectTo(request.redirectUri, { ...error, state: request.state }));
+    const untrusted = status === 302 && choseOwnRedirectUris(request.client);
+    this.toClient(res, request, 'invalid_scope', 'The requested scopes need a role the user does not have.', untrusted, status);
+  }
+
+  private toClient(res: Response, request: ValidRequest, error: string, description: string, untrusted: boolean, status: 302 | 303) {
+    const location = this.validator.redirectTo(request.redirectUri, { error, error_description: description, state: request.state });
+    answerClientError(res, this.pages, { location, error, description, untrusted, status });
   }
 
   /**
@@ -310,33 +313,26 @@ export class AuthorizeController {
 
   /**
    * prompt=none and a page would be needed: the error goes back to the client (Core 3.1.2.6), except to a client
-   * that registered itself or is known by its metadata document's URL, whose redirect URI is anyone's choice: shown, not redirected, as its other errors are
-   * before the person has seen a page (RFC 9700 4.11.2).
+   * that registered itself or is known by its metadata document's URL, whose redirect URI is anyone's choice: a page
+   * with a link there, as for its other errors before the person has seen a page (RFC 9700 4.11.2).
    */
   private interactionRequired(res: Response, request: ValidRequest, error: string, description: string): void {
-    if (choseOwnRedirectUris(request.client)) {
-      sendHtml(res, 400, this.pages.error('Invalid authorization request', `${error}: ${description}`));
-      return;
-    }
-    sendRedirect(res, 302, this.validator.redirectTo(request.redirectUri, { error, error_description: description, state: request.state }));
+    this.toClient(res, request, error, description, choseOwnRedirectUris(request.client), 302);
   }
 
-  /** Answers the request's error, if it has one: an HTML page for a bad client, else a redirect. */
+  /**
+   * Answers the request's error, if it has one: an HTML page for a bad client, else a redirect (at GET, a page with
+   * a link for a client that chose its own redirect URIs; the consent form's post comes after a page).
+   */
   private answeredError(request: AuthorizationRequestResult, res: Response, status: 302 | 303 = 302): boolean {
     if (request.kind === 'fatal') {
       sendHtml(res, 400, this.pages.error('Invalid authorization request', request.message));
       return true;
     }
     if (request.kind === 'error') {
-      sendRedirect(
-        res,
-        status,
-        this.validator.redirectTo(request.redirectUri, {
-          error: request.error,
-          error_description: request.description,
-          state: request.state,
-        }),
-      );
+      const { error, description } = request;
+      const location = this.validator.redirectTo(request.redirectUri, { error, error_description: description, state: request.state });
+      answerClientError(res, this.pages, { location, error, description, untrusted: request.selfRegistered && status === 302, status });
       return true;
     }
     return false;

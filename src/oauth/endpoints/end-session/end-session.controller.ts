@@ -8,6 +8,7 @@ import { AppConfig } from '../../../config/app-config';
 import { sessionCookie } from '../../interaction/cookies';
 import { EndSessionService, type LogoutRequest } from './end-session.service';
 import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
+import { leavingPage } from '../../interaction/leaving-page';
 import { safeEqual } from '../../../common/crypto/secrets';
 import { type CurrentSession, type LogoutVia, SessionsService } from '../../interaction/sessions.service';
 
@@ -46,8 +47,11 @@ export class EndSessionController {
   @ApiQuery({ name: 'state', required: false, schema: LOGOUT_FIELDS.state })
   @ApiQuery({ name: 'logout_hint', required: false, schema: LOGOUT_FIELDS.logout_hint })
   @ApiQuery({ name: 'ui_locales', required: false, schema: LOGOUT_FIELDS.ui_locales })
-  @ApiRedirect(302, 'Signed out (or no session): to post_logout_redirect_uri with state')
-  @ApiHtml(200, 'The "Sign out?" page (no ID token of this session), or "Signed out" without a redirect URI')
+  @ApiRedirect(302, 'Signed out (or no session) on an ID token of the client: to post_logout_redirect_uri with state')
+  @ApiHtml(
+    200,
+    'The "Sign out?" page (no ID token of this session), or "Signed out": without a redirect URI, or with a link to one no ID token of the client vouches for',
+  )
   @ApiHtml(400, 'An ID token hint, client or post_logout_redirect_uri that is not valid: an error page, never a redirect')
   async get(@Req() req: Request, @Res() res: Response): Promise<void> {
     await this.logout(req.query as Record<string, unknown>, req, res, 302);
@@ -83,8 +87,8 @@ export class EndSessionController {
     },
     ['csrf', 'decision'],
   )
-  @ApiRedirect(303, 'Signed out: to post_logout_redirect_uri with state')
-  @ApiHtml(200, '"Signed out" without a redirect URI, or "Still signed in" (decision=stay)')
+  @ApiRedirect(303, "Signed out: to an operator's client's post_logout_redirect_uri with state")
+  @ApiHtml(200, '"Signed out" (with a link to the redirect URI of a client that chose its own), or "Still signed in" (decision=stay)')
   @ApiPageFormErrors('A client or post_logout_redirect_uri that is not valid, or no decision: an error page')
   @ApiHtml(403, 'No session, or a CSRF token that does not match it')
   async confirm(@Req() req: Request, @Res() res: Response): Promise<void> {
@@ -101,7 +105,7 @@ export class EndSessionController {
     const request = await this.endSession.validate({ ...params, id_token_hint: undefined });
     if (this.answeredInvalid(request, res) || request.kind !== 'valid') return;
     if (decision === 'logout') {
-      await this.end(req, res, request, session, 'end session confirmed', 303);
+      await this.end(req, res, request, session, 'end session confirmed', 303, this.endSession.redirectsOnItsOwn(request, session, true));
       return;
     }
     if (decision === 'stay') {
@@ -118,12 +122,12 @@ export class EndSessionController {
     if (!session) {
       // Nothing to end here (already signed out): the client's logout goes on.
       sessionCookie.clear(res, this.config);
-      this.finish(res, request, status);
+      this.finish(res, request, status, this.endSession.redirectsOnItsOwn(request, null));
       return;
     }
     const { hint } = request;
     if (hint && hint.sid !== null && hint.sid === session.sid && hint.sub === session.userId) {
-      await this.end(req, res, request, session, 'end session', status);
+      await this.end(req, res, request, session, 'end session', status, this.endSession.redirectsOnItsOwn(request, session));
       return;
     }
     // No ID token of this session: anyone could have sent the browser here, so the person decides.
@@ -142,15 +146,29 @@ export class EndSessionController {
     );
   }
 
-  private async end(req: Request, res: Response, request: ValidLogout, session: CurrentSession, via: LogoutVia, status: 302 | 303) {
+  private async end(
+    req: Request,
+    res: Response,
+    request: ValidLogout,
+    session: CurrentSession,
+    via: LogoutVia,
+    status: 302 | 303,
+    redirect: boolean,
+  ) {
     await this.sessions.end(session, auditContextOf(req), { via, clientId: request.client?.id ?? null });
     sessionCookie.clear(res, this.config);
-    this.finish(res, request, status);
+    this.finish(res, request, status, redirect);
   }
 
-  private finish(res: Response, request: ValidLogout, status: 302 | 303): void {
-    if (request.redirectUri !== null) sendRedirect(res, status, this.endSession.redirectTo(request.redirectUri, request.state));
-    else sendHtml(res, 200, this.pages.notice(...SIGNED_OUT));
+  /** The redirect, when it may happen on its own (`redirect`); else "Signed out", with a link to the URI if any. */
+  private finish(res: Response, request: ValidLogout, status: 302 | 303, redirect: boolean): void {
+    if (request.redirectUri === null) {
+      sendHtml(res, 200, this.pages.notice(...SIGNED_OUT));
+      return;
+    }
+    const href = this.endSession.redirectTo(request.redirectUri, request.state);
+    if (redirect) sendRedirect(res, status, href);
+    else sendHtml(res, 200, leavingPage(this.pages, { title: SIGNED_OUT[0], message: SIGNED_OUT[1], error: false, href }));
   }
 
   private answeredInvalid(request: LogoutRequest, res: Response): boolean {

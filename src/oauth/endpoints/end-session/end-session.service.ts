@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ClientsService } from '../../clients/clients.service';
 import type { Client } from '../../entities/client.entity';
+import { choseOwnRedirectUris } from '../../clients/client-metadata';
 import { type IdTokenHint, IdTokenHints } from '../../oidc/id-token-hints';
 
 /** A logout request (OpenID Connect RP-Initiated Logout 1.0, section 2) once checked. */
@@ -61,6 +62,24 @@ export class EndSessionService {
       }
     }
     return { kind: 'valid', hint, client: client ?? null, redirectUri: redirectUri ?? null, state: params.state };
+  }
+
+  /**
+   * Whether the browser is sent on to the request's `post_logout_redirect_uri` on its own, or shown a page with a
+   * link there: RP-Initiated Logout 1.0 2 allows it without an ID token of the client only by other means, and RFC
+   * 9700 4.11.2 only to URIs the server trusts. An operator's client: on an ID token of it, or once the person chose
+   * "Sign out". A client that chose its own URIs: only on an ID token of the session just ended (an attacker can
+   * get one of their own session with their own client, never one of the victim's).
+   */
+  redirectsOnItsOwn(
+    request: Extract<LogoutRequest, { kind: 'valid' }>,
+    ended: { sid: string; userId: string } | null,
+    confirmed = false,
+  ): boolean {
+    const { client, hint } = request;
+    if (!client) return false;
+    if (choseOwnRedirectUris(client)) return hint !== null && ended !== null && hint.sid === ended.sid && hint.sub === ended.userId;
+    return hint !== null || confirmed;
   }
 
   /** Where the browser goes after the logout: the redirect URI with `state`. */
