@@ -72,20 +72,23 @@ export class GrantRevocationService {
   }
 
   /**
-   * After an operator replaced a person's password: every grant of theirs revoked, as {@link revokeGrant} does one
-   * (refresh tokens dead at once, access tokens within REVOCATION_SYNC_SECONDS), in one transaction with one
-   * `grant.revoked` event. Grant by grant rather than the person's whole-subject entry, which also refuses the
-   * tokens of the next 30 s (it is made for a deletion): the person signs in again with the new password at once.
+   * After a person's password or email was replaced (an operator's reset, or the person or an administrator
+   * through the API): every grant of theirs revoked, as {@link revokeGrant} does one (refresh tokens dead at once,
+   * access tokens within REVOCATION_SYNC_SECONDS), but the grant that made the change with the person's own proof,
+   * in one transaction with one `grant.revoked` event. Grant by grant rather than the person's whole-subject entry,
+   * which also refuses the tokens of the next 30 s (it is made for a deletion): the person signs in again at once.
    */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async onPasswordReset(event: UserPasswordResetEvent): Promise<void> {
     const now = Date.now();
+    const { change } = event;
+    const details = { via: change?.via ?? 'password reset', every: true, ...(change?.keepGrantId ? { kept: change.keepGrantId } : {}) };
     const revoked = AuditService.event(
-      { type: 'grant.revoked', actor: 'system', userId: event.userId, details: { via: 'password reset', every: true } },
-      NO_REQUEST,
+      { type: 'grant.revoked', actor: change?.by.actor ?? 'system', userId: event.userId, details },
+      change?.by.context ?? NO_REQUEST,
       now,
     );
-    const ids = await this.grants.unrevokedIdsOf(event.userId);
+    const ids = (await this.grants.unrevokedIdsOf(event.userId)).filter((id) => id !== change?.keepGrantId);
     const writes = ids.flatMap((id) => [...GrantsRepository.revocationOf(id, now), this.revoked.revocationWrite(id, now)]);
     await this.grants.writeWith(writes, revoked);
     this.revoked.applied(ids, now);

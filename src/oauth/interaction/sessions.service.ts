@@ -23,7 +23,8 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 }
 
 /** Why a session ended, in its `logout` event. */
-export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset';
+export type LogoutVia =
+  'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset' | 'password change' | 'email change';
 
 /** How a person signed in, in RFC 8176's words (`amr`). */
 export type { AuthenticationMethods };
@@ -103,19 +104,23 @@ export class SessionsService {
     return secret;
   }
 
-  /**
-   * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
-   * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
-   */
-  /** After an operator replaced a person's password: every session of theirs ends (one `logout` event). */
+  /** After a person's password or email was replaced (see `UserPasswordResetEvent`): every session of theirs ends (one `logout` event). */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async endAllOnPasswordReset(event: UserPasswordResetEvent): Promise<void> {
-    const details = { via: 'password reset' satisfies LogoutVia, every: true };
-    const logout = AuditService.event({ type: 'logout', actor: 'system', userId: event.userId, details }, NO_REQUEST);
+    const { change } = event;
+    const details = { via: (change?.via ?? 'password reset') satisfies LogoutVia, every: true };
+    const logout = AuditService.event(
+      { type: 'logout', actor: change?.by.actor ?? 'system', userId: event.userId, details },
+      change?.by.context ?? NO_REQUEST,
+    );
     await this.sessions.deleteAllOf(event.userId, logout);
     this.audit.log(logout);
   }
 
+  /**
+   * Ends a session, with a `logout` event (naming the client that asked, if one did) when it was still there.
+   * Grants given in it stay: they are the applications' access, which the connected-apps page revokes.
+   */
   async end(
     session: Pick<CurrentSession, 'id' | 'userId'>,
     context: AuditContext,
