@@ -66,11 +66,8 @@ export class UsersController {
     type: UserResponseDto,
     description: "A new password or email ends the person's sessions and grants, but the grant of the token that made it",
   })
-  @ApiProblem(
-    401,
-    'No valid access token; or a new password or email without currentPassword or an aal2 token (WWW-Authenticate: insufficient_user_authentication)',
-  )
-  @ApiProblem(403, 'A missing scope; a role set by a non-administrator; or a wrong currentPassword')
+  @ApiProblem(401, 'A new password or email without currentPassword or an aal2 token (WWW-Authenticate: insufficient_user_authentication)')
+  @ApiProblem(403, 'A role set by a non-administrator, or a wrong currentPassword')
   @ApiProblems(404, 409, 413, 415)
   update(
     @Principal() principal: AuthPrincipal,
