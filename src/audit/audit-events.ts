@@ -32,6 +32,9 @@ export const AUDIT_EVENT_TYPES = [
   'factor.enrolled',
   'factor.removed',
   'recovery_code.used',
+  'user.password_changed',
+  'user.email_changed',
+  'user.role_changed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

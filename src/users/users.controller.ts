@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiProblems, ApiUuidParams } from '../common/openapi';
+import { type AuditBy, AuditedBy } from '../audit/audit-events';
+import { ApiProblem, ApiProblems, ApiUuidParams } from '../common/openapi';
 import { Access, Principal } from '../auth/auth.decorators';
 import type { AuthPrincipal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -10,6 +11,7 @@ import { CreateUserDto } from './dto/create-user.dto';
 import { ListUsersQueryDto } from './dto/list-users-query.dto';
 import { UpdateUserDto } from './dto/update-user.dto';
 import { UserPageResponseDto, UserResponseDto } from './dto/user-response.dto';
+import { ProfileUpdatesService } from './profile-updates.service';
 import { UsersService } from './users.service';
 import { UsersScope } from './users.scopes';
 
@@ -17,7 +19,10 @@ import { UsersScope } from './users.scopes';
 @ApiProblems(503)
 @Controller('users')
 export class UsersController {
-  constructor(private readonly users: UsersService) {}
+  constructor(
+    private readonly users: UsersService,
+    private readonly profiles: ProfileUpdatesService,
+  ) {}
 
   @Get()
   @Access({ scopes: [UsersScope.read], people: ['admin'], clientTokens: true })
@@ -55,17 +60,23 @@ export class UsersController {
 
   @Put(':userId')
   @ApiUuidParams('userId')
-  // A person changes their own record; an administrator anyone's (UsersService decides).
+  // A person changes their own record; an administrator anyone's (ProfileUpdatesService decides).
   @Access({ scopes: [UsersScope.write], people: 'any', ownRecords: true })
-  @ApiOkResponse({ type: UserResponseDto })
+  @ApiOkResponse({
+    type: UserResponseDto,
+    description: "A new password or email ends the person's sessions and grants, but the grant of the token that made it",
+  })
+  @ApiProblem(401, 'A new password or email without currentPassword or an aal2 token (WWW-Authenticate: insufficient_user_authentication)')
+  @ApiProblem(403, 'A role set by a non-administrator, or a wrong currentPassword')
   @ApiProblems(404, 409, 413, 415)
   update(
     @Principal() principal: AuthPrincipal,
     @Param('userId', UuidParamPipe) userId: string,
     @Body() body: UpdateUserDto,
     @NoQueryParams() _query: unknown,
+    @AuditedBy() by: AuditBy,
   ): Promise<UserResponseDto> {
-    return this.users.update(principal, userId, body);
+    return this.profiles.update(principal, userId, body, by);
   }
 
   @Delete(':userId')

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
-import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
+import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
 import type { UserSortKey } from './dto/list-users-query.dto';
 import { type Gender, type Role, User } from './user.entity';
 
@@ -30,6 +30,23 @@ const SORT_COLUMNS: Record<UserSortKey, string> = {
 const ROLE_OF = sql`SELECT role FROM users WHERE id = :id`;
 const TOTAL = sql`SELECT COALESCE(SUM(total), 0) AS total FROM user_counts`;
 const TOTAL_OF_GENDER = sql`SELECT COALESCE(SUM(total), 0) AS total FROM user_counts WHERE gender = :gender`;
+
+/** A PUT's new profile; a role or password hash left null stays as it is (a concurrent change to it is kept). */
+export interface ProfileWrite {
+  email: string;
+  name: string;
+  gender: Gender;
+  age: number;
+  role: Role | null;
+  passwordHash: string | null;
+  updatedAt: number;
+}
+
+const SET_PROFILE = `UPDATE users SET email = :email, email_normalized = :emailNormalized, name = :name, gender = :gender, age = :age,
+  role = COALESCE(:role, role), password_hash = COALESCE(:passwordHash, password_hash), updated_at = :updatedAt WHERE id = :id`;
+const UPDATE_PROFILE = new Statement(SET_PROFILE);
+// Only while the password is still the one the caller's currentPassword was checked against.
+const UPDATE_PROFILE_IF_PASSWORD = new Statement(`${SET_PROFILE} AND password_hash = :checkedHash`);
 
 const pages = new Map<string, Statement>();
 
@@ -105,6 +122,26 @@ export class UsersRepository {
   /** The id and password hash of the user with this (normalised) email. */
   credentialsOf(emailNormalized: string): Promise<Pick<User, 'id' | 'passwordHash' | 'role'> | null> {
     return this.users.findOne({ where: { emailNormalized }, select: { id: true, passwordHash: true, role: true } });
+  }
+
+  /** What a profile change is checked against: the email, role and password hash as stored. */
+  credentialsById(id: string): Promise<Pick<User, 'email' | 'emailNormalized' | 'role' | 'passwordHash'> | null> {
+    return this.users.findOne({ where: { id }, select: { email: true, emailNormalized: true, role: true, passwordHash: true } });
+  }
+
+  /**
+   * The write of a PUT's profile, for a unit of work with its audit events ({@link SqlRunner.atomic}); with
+   * `checkedHash`, it changes nothing once the password is another than that one.
+   */
+  static profileWriteOf(id: string, profile: ProfileWrite, checkedHash?: string): StatementWrite {
+    const params = { id, ...profile, emailNormalized: profile.email.toLowerCase() };
+    if (checkedHash === undefined) return { statement: UPDATE_PROFILE, params };
+    return { statement: UPDATE_PROFILE_IF_PASSWORD, params: { ...params, checkedHash } };
+  }
+
+  /** Runs `writes` (a profile write first, then its audit events) in one transaction; the rows each changed. */
+  atomic(writes: Parameters<SqlRunner['atomic']>[0]): Promise<number[]> {
+    return this.db.atomic(writes);
   }
 
   /** A new user from its fields (not stored yet). */

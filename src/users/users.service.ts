@@ -9,7 +9,6 @@ import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { CreateUserDto } from './dto/create-user.dto';
 import type { ListUsersQueryDto } from './dto/list-users-query.dto';
-import type { UpdateUserDto } from './dto/update-user.dto';
 import type { SetPasswordDto } from './dto/set-password.dto';
 import { UserResponseDto } from './dto/user-response.dto';
 import { UsersError } from './users.errors';
@@ -99,30 +98,6 @@ export class UsersService implements RoleDirectory {
       throw error;
     }
     return UserResponseDto.from(user);
-  }
-
-  async update(principal: AuthPrincipal, userId: string, dto: UpdateUserDto): Promise<UserResponseDto> {
-    const actor = await this.accessibleUserId(principal, userId);
-    if (dto.role !== undefined && actor.role !== 'admin') {
-      throw new DomainError(UsersError.RoleChangeForbidden, 'Only an administrator may set a role.');
-    }
-    const changes: Partial<User> = {
-      email: dto.email,
-      emailNormalized: dto.email.toLowerCase(),
-      name: dto.name,
-      gender: dto.gender,
-      age: dto.age,
-      updatedAt: Date.now(),
-    };
-    if (dto.role !== undefined) changes.role = dto.role;
-    if (dto.password !== undefined) changes.passwordHash = await this.hasher.hash(dto.password);
-    try {
-      if (!(await this.users.update(userId, changes))) throw userNotFound();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw emailTaken();
-      throw error;
-    }
-    return UserResponseDto.from(await this.mustFind(userId));
   }
 
   /** Deletes the user; orders, sessions, grants and refresh tokens go with it, and its access tokens stop working. */

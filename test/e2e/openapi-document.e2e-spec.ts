@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import { Browser, NO_RATE_LIMITS, REDIRECT_URI, authorizePath, registerClient } from '../support/oauth';
-import { type TestApp, createTestApp } from '../support/test-app';
+import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
 
 interface Operation {
   requestBody?: { content: Record<string, { schema: { $ref?: string; properties?: Record<string, unknown> } }> };
@@ -125,10 +127,20 @@ describe('GET /docs/openapi.json tells the truth', () => {
       .set(...auth)
       .send(exampleBody('post', '/users'));
     expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // The example sets a password (and a role): an administrator's token of a two-factor sign-in may.
+    const { token: strong } = t.app
+      .get(TokenIssuer)
+      .mintAccessToken({
+        sub: admin.id,
+        clientId: 'test-client',
+        scope: ALL_SCOPES.join(' '),
+        grantId: randomUUID(),
+        amr: ['pwd', 'otp', 'mfa'],
+      });
     const replaced = await t
       .http()
       .put(`/users/${created.body.id}`)
-      .set(...auth)
+      .set('Authorization', `Bearer ${strong}`)
       .send(exampleBody('put', '/users/{userId}'));
     expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
     const order = await t

@@ -421,7 +421,7 @@ describe('users API', () => {
         .http()
         .put(`/users/${user.id}`)
         .set(...auth(token))
-        .send({ email, name: 'Renamed', gender: 'other', age: 0 });
+        .send({ email, name: 'Renamed', gender: 'other', age: 0, currentPassword: TEST_PASSWORD });
       expect(res.status).toBe(200);
       expectUserShape(res.body);
       expect(res.body).toMatchObject({
@@ -554,7 +554,7 @@ describe('users API', () => {
           .http()
           .put(`/users/${user.id}`)
           .set(...auth(token))
-          .send(profileOf(user, { email, name: 'Changed' }));
+          .send(profileOf(user, { email, name: 'Changed', currentPassword: TEST_PASSWORD }));
         expectProblem(res, 409, `/users/${user.id}`);
       }
       const after = await t
@@ -589,7 +589,7 @@ describe('users API', () => {
         .http()
         .put(`/users/${user.id}`)
         .set(...auth(token))
-        .send(profileOf(user, { password: newPassword }));
+        .send(profileOf(user, { password: newPassword, currentPassword: TEST_PASSWORD }));
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(USER_KEYS);
       expect((await login(new Browser(t), user.email, newPassword)).status).toBe(303);
@@ -795,8 +795,8 @@ describe('users API', () => {
       await t
         .http()
         .put(`/users/${id}`)
-        .set(...auth(adminToken))
-        .send({ ...profileOf(created.body), password: newPassword }),
+        .set(...auth(await t.token(id)))
+        .send({ ...profileOf(created.body), password: newPassword, currentPassword: password }),
       await t
         .http()
         .get(`/users?limit=100&offset=0`)

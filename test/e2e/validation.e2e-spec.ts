@@ -507,10 +507,10 @@ describe('input rules and the error format (RFC 9457)', () => {
       }
     });
 
-    it('rejects null for the optional fields password and role on PUT with 400 (absent is not null), and changes nothing', async () => {
+    it('rejects null for the optional fields password, currentPassword and role on PUT with 400 (absent is not null), and changes nothing', async () => {
       const target = await t.createUser();
       const profile = profileOf(target, { name: 'Changed' });
-      for (const field of ['password', 'role']) {
+      for (const field of ['password', 'currentPassword', 'role']) {
         const res = await t
           .http()
           .put(`/users/${target.id}`)

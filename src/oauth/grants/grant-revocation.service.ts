@@ -73,14 +73,16 @@ export class GrantRevocationService {
   }
 
   /**
-   * After an operator replaced a person's password: every grant of theirs revoked, as {@link revokeGrant} does one
-   * (refresh tokens dead at once, access tokens within REVOCATION_SYNC_SECONDS), in one transaction with one
-   * `grant.revoked` event. Grant by grant rather than the person's whole-subject entry, which also refuses the
-   * tokens of the next 30 s (it is made for a deletion): the person signs in again with the new password at once.
+   * After a person's password or email was replaced (an operator's reset, or the person or an administrator
+   * through the API): every grant of theirs revoked, as {@link revokeGrant} does one (refresh tokens dead at once,
+   * access tokens within REVOCATION_SYNC_SECONDS), but the grant that made the change with the person's own proof,
+   * in one transaction with one `grant.revoked` event. Grant by grant rather than the person's whole-subject entry,
+   * which also refuses the tokens of the next 30 s (it is made for a deletion): the person signs in again at once.
    */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async onPasswordReset(event: UserPasswordResetEvent): Promise<void> {
-    await this.revokeEveryGrantOf(event.userId, BY_SYSTEM, 'password reset', true);
+    const { change } = event;
+    await this.revokeEveryGrantOf(event.userId, change?.by ?? BY_SYSTEM, change?.via ?? 'password reset', true, change?.keepGrantId);
   }
 
   /** After a sign-in factor of the person was removed: every grant of theirs, as at a password reset (audited when any). */
@@ -89,12 +91,16 @@ export class GrantRevocationService {
     await this.revokeEveryGrantOf(event.userId, event.by, 'factor removed', false);
   }
 
-  /** Every unrevoked grant of the person, with one `grant.revoked` event (`evenIfNone`: also when there were none). */
-  private async revokeEveryGrantOf(userId: string, by: AuditBy, via: string, evenIfNone: boolean): Promise<void> {
+  /**
+   * Every unrevoked grant of the person but `keep`, with one `grant.revoked` event (`evenIfNone`: also when there
+   * were none).
+   */
+  private async revokeEveryGrantOf(userId: string, by: AuditBy, via: string, evenIfNone: boolean, keep?: string): Promise<void> {
     const now = Date.now();
-    const ids = await this.grants.unrevokedIdsOf(userId);
+    const ids = (await this.grants.unrevokedIdsOf(userId)).filter((id) => id !== keep);
     if (ids.length === 0 && !evenIfNone) return;
-    const revoked = AuditService.event({ type: 'grant.revoked', actor: by.actor, userId, details: { via, every: true } }, by.context, now);
+    const details = { via, every: true, ...(keep ? { kept: keep } : {}) };
+    const revoked = AuditService.event({ type: 'grant.revoked', actor: by.actor, userId, details }, by.context, now);
     const writes = ids.flatMap((id) => [...GrantsRepository.revocationOf(id, now), this.revoked.revocationWrite(id, now)]);
     await this.grants.writeWith(writes, revoked);
     this.revoked.applied(ids, now);

@@ -24,7 +24,15 @@ export interface CurrentSession extends Omit<SessionRecord, 'consentedScope'> {
 }
 
 /** Why a session ended, in its `logout` event. */
-export type LogoutVia = 'logout form' | 'end session' | 'end session confirmed' | 'account switch' | 'password reset' | 'factor removed';
+export type LogoutVia =
+  | 'logout form'
+  | 'end session'
+  | 'end session confirmed'
+  | 'account switch'
+  | 'password reset'
+  | 'password change'
+  | 'email change'
+  | 'factor removed';
 
 /** How a person signed in, in RFC 8176's words (`amr`). */
 export type { AuthenticationMethods };
@@ -104,11 +112,15 @@ export class SessionsService {
     return secret;
   }
 
-  /** After an operator replaced a person's password: every session of theirs ends (one `logout` event). */
+  /** After a person's password or email was replaced (see `UserPasswordResetEvent`): every session of theirs ends (one `logout` event). */
   @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
   async endAllOnPasswordReset(event: UserPasswordResetEvent): Promise<void> {
-    const details = { via: 'password reset' satisfies LogoutVia, every: true };
-    const logout = AuditService.event({ type: 'logout', actor: 'system', userId: event.userId, details }, NO_REQUEST);
+    const { change } = event;
+    const details = { via: (change?.via ?? 'password reset') satisfies LogoutVia, every: true };
+    const logout = AuditService.event(
+      { type: 'logout', actor: change?.by.actor ?? 'system', userId: event.userId, details },
+      change?.by.context ?? NO_REQUEST,
+    );
     await this.sessions.deleteAllOf(event.userId, logout);
     this.audit.log(logout);
   }
