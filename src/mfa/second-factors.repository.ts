@@ -34,9 +34,9 @@ export interface LoginChallengeRow {
 const FIND_TOTP = sql`SELECT secret, confirmed_at, locked_until, locks FROM totp_factors WHERE user_id = :userId`;
 /**
  * Counts a try of a code before it is checked, and only while the authenticator is not locked: one statement, so
- * parallel guesses each count and none passes a lock. The `:limit`-th try in a row locks it until `:until` (a right
- * code then lifts that at once); the first try once a lock has passed (the count still at the limit) starts it again; after `:maxLocks` locks nothing
- * passes. A right code ({@link USE_STEP}, {@link RESET_FAILURES}) ends the count and the locks.
+ * parallel guesses each count and none passes a lock. The `:limit`-th try in a row locks it until `:until` (a
+ * right code then lifts that at once); the first try after a lock (the count still at the limit) starts the count
+ * again; after `:maxLocks` locks none passes. A right code ({@link USE_STEP}, {@link RESET_FAILURES}) ends both.
  */
 const TRY_TOTP = sql`
   UPDATE totp_factors SET
