@@ -4,8 +4,10 @@ import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
 import { KeysConfig } from '../keys/keys.config';
 import { MfaConfig } from './mfa.config';
+import { MfaKeysRepository } from './mfa-keys.repository';
 import { PasskeysRepository } from './passkeys.repository';
 import { PasskeysService } from './passkeys.service';
+import { RecoveryCodeKey } from './recovery-code-key';
 import { SecondFactorsRepository } from './second-factors.repository';
 import { SecondFactorsService } from './second-factors.service';
 import { SignInFactorsService } from './sign-in-factors.service';
@@ -19,7 +21,16 @@ import { UsersModule } from '../users/users.module';
 @Module({
   imports: [AppConfigModule.forFeature(KeysConfig), AppConfigModule.forFeature(MfaConfig), AuditModule, UsersModule],
   controllers: [UserFactorsController],
-  providers: [SecondFactorsRepository, SecondFactorsService, PasskeysRepository, PasskeysService, SignInFactorsService, SqlRunner],
+  providers: [
+    SecondFactorsRepository,
+    SecondFactorsService,
+    MfaKeysRepository,
+    RecoveryCodeKey,
+    PasskeysRepository,
+    PasskeysService,
+    SignInFactorsService,
+    SqlRunner,
+  ],
   exports: [SecondFactorsService, PasskeysService, SignInFactorsService],
 })
 export class MfaModule {}

@@ -10,6 +10,17 @@ export interface TotpFactorRow {
   confirmedAt: number | null;
   /** Every code is refused until then (epoch ms), after too many wrong ones in a row; null when not locked. */
   lockedUntil: number | null;
+  /** Locks in a row, with no right code in between. */
+  locks: number;
+}
+
+/** When a code of the authenticator is tried, counted beforehand: see {@link SecondFactorsRepository.tryTotp}. */
+export interface TotpTries {
+  /** Tries in a row, right ones aside, that lock the authenticator; and for how long (ms). */
+  limit: number;
+  lockMs: number;
+  /** Locks in a row after which it stays locked until a right code of another kind (a recovery code) ends the count. */
+  maxLocks: number;
 }
 
 /** A sign-in that waits for its second factor. */
@@ -20,14 +31,20 @@ export interface LoginChallengeRow {
   priorAmr: string | null;
 }
 
-const FIND_TOTP = sql`SELECT secret, confirmed_at, locked_until FROM totp_factors WHERE user_id = :userId`;
-/** One more wrong code; the `:limit`-th in a row locks the authenticator until `:until` (and starts the count again). */
-const COUNT_FAILURE = sql`
+const FIND_TOTP = sql`SELECT secret, confirmed_at, locked_until, locks FROM totp_factors WHERE user_id = :userId`;
+/**
+ * Counts a try of a code before it is checked, and only while the authenticator is not locked: one statement, so
+ * parallel guesses each count and none passes a lock. The `:limit`-th try in a row locks it until `:until` (a
+ * right code then lifts that at once); the first try after a lock (the count still at the limit) starts the count
+ * again; after `:maxLocks` locks none passes. A right code ({@link USE_STEP}, {@link RESET_FAILURES}) ends both.
+ */
+const TRY_TOTP = sql`
   UPDATE totp_factors SET
-    locked_until = CASE WHEN failures + 1 >= :limit THEN :until ELSE locked_until END,
-    failures = CASE WHEN failures + 1 >= :limit THEN 0 ELSE failures + 1 END
-  WHERE user_id = :userId`;
-const RESET_FAILURES = sql`UPDATE totp_factors SET failures = 0 WHERE user_id = :userId AND failures > 0`;
+    failures = CASE WHEN failures >= :limit THEN 1 ELSE failures + 1 END,
+    locks = CASE WHEN failures + 1 = :limit THEN locks + 1 ELSE locks END,
+    locked_until = CASE WHEN failures + 1 = :limit THEN :until ELSE locked_until END
+  WHERE user_id = :userId AND confirmed_at IS NOT NULL AND locks < :maxLocks AND (locked_until IS NULL OR locked_until <= :now)`;
+const RESET_FAILURES = sql`UPDATE totp_factors SET failures = 0, locks = 0, locked_until = NULL WHERE user_id = :userId`;
 const ALL_TOTP_SECRETS = sql`SELECT user_id, secret FROM totp_factors`;
 /** Replaces a secret by the same one sealed anew, unless the row changed since it was read. */
 const RESEAL_TOTP = sql`UPDATE totp_factors SET secret = :sealed WHERE user_id = :userId AND secret = :was`;
@@ -38,8 +55,18 @@ const PUT_UNCONFIRMED_TOTP = sql`
   WHERE totp_factors.confirmed_at IS NULL`;
 /** Takes the code's time step, only if no later or equal step was taken: each code is accepted once, on any instance. */
 const USE_STEP = sql`
-  UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now), failures = 0
+  UPDATE totp_factors SET last_step = :step, confirmed_at = COALESCE(confirmed_at, :now), failures = 0, locks = 0, locked_until = NULL
   WHERE user_id = :userId AND last_step < :step AND (confirmed_at IS NOT NULL OR :confirming = 1)`;
+/**
+ * The authenticator set up in a sign-in (MFA_REQUIRED_ROLES), confirmed by its first code (its step taken):
+ * replaces an unconfirmed one, never a confirmed one.
+ */
+const PUT_CONFIRMED_TOTP = sql`
+  INSERT INTO totp_factors (user_id, secret, created_at, confirmed_at, last_step) VALUES (:userId, :secret, :now, :now, :step)
+  ON CONFLICT (user_id) DO UPDATE SET secret = :secret, created_at = :now, confirmed_at = :now, last_step = :step,
+    failures = 0, locks = 0, locked_until = NULL
+  WHERE totp_factors.confirmed_at IS NULL`;
+const DELETE_UNCONFIRMED_TOTP = sql`DELETE FROM totp_factors WHERE user_id = :userId AND confirmed_at IS NULL`;
 const DELETE_TOTP = sql`DELETE FROM totp_factors WHERE user_id = :userId`;
 /** Whether the person has a confirmed authenticator, and how many passkeys: what a removal leaves. */
 const FACTORS_OF = sql`
@@ -48,7 +75,9 @@ const FACTORS_OF = sql`
     (SELECT COUNT(*) FROM passkeys WHERE user_id = :userId) AS passkeys`;
 const DELETE_RECOVERY_CODES = sql`DELETE FROM recovery_codes WHERE user_id = :userId`;
 const INSERT_RECOVERY_CODE = sql`INSERT INTO recovery_codes (code_hash, user_id, created_at, used_at) VALUES (:codeHash, :userId, :now, NULL)`;
-const USE_RECOVERY_CODE = sql`UPDATE recovery_codes SET used_at = :now WHERE code_hash = :codeHash AND user_id = :userId AND used_at IS NULL`;
+/** By its keyed hash, or its plain SHA-256 when an instance of an earlier release stored it (keyed at the next start). */
+const USE_RECOVERY_CODE = sql`
+  UPDATE recovery_codes SET used_at = :now WHERE code_hash IN (:codeHash, :unkeyed) AND user_id = :userId AND used_at IS NULL`;
 const UNUSED_RECOVERY_CODES = sql`SELECT COUNT(*) AS n FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL`;
 const INSERT_CHALLENGE = sql`
   INSERT INTO login_challenges (id, user_id, return_to, created_at, expires_at, tries, prior_amr)
@@ -57,6 +86,9 @@ const INSERT_CHALLENGE = sql`
 const TRY_CHALLENGE = sql`
   UPDATE login_challenges SET tries = tries + 1 WHERE id = :id AND expires_at > :now AND tries < :maxTries
   RETURNING user_id, return_to, prior_amr`;
+/** The secret (sealed) of the authenticator being set up in a sign-in, bound to that sign-in only. */
+const SET_CHALLENGE_TOTP = sql`UPDATE login_challenges SET totp_secret = :secret WHERE id = :id AND user_id = :userId`;
+const CHALLENGE_TOTP = sql`SELECT totp_secret FROM login_challenges WHERE id = :id AND user_id = :userId`;
 const PEEK_CHALLENGE = sql`
   SELECT user_id, return_to, prior_amr FROM login_challenges WHERE id = :id AND expires_at > :now AND tries < :maxTries`;
 const DELETE_CHALLENGE = sql`DELETE FROM login_challenges WHERE id = :id`;
@@ -83,16 +115,24 @@ export class SecondFactorsRepository {
   ) {}
 
   async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
-    const row = await this.db.one<{ secret: string; confirmed_at: unknown; locked_until: unknown }>(FIND_TOTP, { userId });
-    return row && { secret: row.secret, confirmedAt: epochMs(row.confirmed_at, true), lockedUntil: epochMs(row.locked_until, true) };
+    const row = await this.db.one<{ secret: string; confirmed_at: unknown; locked_until: unknown; locks: unknown }>(FIND_TOTP, { userId });
+    return (
+      row && {
+        secret: row.secret,
+        confirmedAt: epochMs(row.confirmed_at, true),
+        lockedUntil: epochMs(row.locked_until, true),
+        locks: Number(row.locks),
+      }
+    );
   }
 
-  /** Counts a wrong code; the `limit`-th in a row locks the authenticator until `until`. */
-  async countFailure(userId: string, limit: number, until: number): Promise<void> {
-    await this.db.run(COUNT_FAILURE, { userId, limit, until });
+  /** Counts a try of a code of the confirmed authenticator (see {@link TRY_TOTP}); false when it is locked: not to be tried. */
+  async tryTotp(userId: string, now: number, tries: TotpTries): Promise<boolean> {
+    const params = { userId, now, limit: tries.limit, until: now + tries.lockMs, maxLocks: tries.maxLocks };
+    return (await this.db.run(TRY_TOTP, params)).affected > 0;
   }
 
-  /** A right code (a recovery code) ends the count of wrong ones. */
+  /** A right code of another kind (a recovery code) ends the count of wrong ones and the locks. */
   async resetFailures(userId: string): Promise<void> {
     await this.db.run(RESET_FAILURES, { userId });
   }
@@ -118,6 +158,27 @@ export class SecondFactorsRepository {
     return (await this.db.run(USE_STEP, { userId, step, now, confirming: confirming ? 1 : 0 })).affected > 0;
   }
 
+  /**
+   * Binds a new authenticator's sealed secret to the sign-in `id` that sets it up, in place of any it had; an
+   * unconfirmed one of the account page goes.
+   */
+  async bindEnrolment(id: string, userId: string, secret: string): Promise<void> {
+    await this.db.atomic([
+      { statement: DELETE_UNCONFIRMED_TOTP, params: { userId } },
+      { statement: SET_CHALLENGE_TOTP, params: { id, userId, secret } },
+    ]);
+  }
+
+  /** The sealed secret of the authenticator the sign-in `id` sets up; undefined when it sets up none. */
+  async enrolmentOf(id: string, userId: string): Promise<string | undefined> {
+    return (await this.db.one<{ totp_secret: string | null }>(CHALLENGE_TOTP, { id, userId }))?.totp_secret ?? undefined;
+  }
+
+  /** Stores the authenticator a sign-in set up, confirmed at `step`; false when the person has a confirmed one. */
+  async putConfirmedTotp(userId: string, secret: string, step: number, now: number): Promise<boolean> {
+    return (await this.db.run(PUT_CONFIRMED_TOTP, { userId, secret, step, now })).affected > 0;
+  }
+
   /** Replaces the person's recovery codes (hashes) in one transaction. */
   async replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void> {
     await this.db.atomic([
@@ -126,8 +187,8 @@ export class SecondFactorsRepository {
     ]);
   }
 
-  async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
-    return (await this.db.run(USE_RECOVERY_CODE, { userId, codeHash, now })).affected > 0;
+  async useRecoveryCode(userId: string, codeHash: string, unkeyed: string, now: number): Promise<boolean> {
+    return (await this.db.run(USE_RECOVERY_CODE, { userId, codeHash, unkeyed, now })).affected > 0;
   }
 
   async unusedRecoveryCodes(userId: string): Promise<number> {

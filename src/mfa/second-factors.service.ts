@@ -4,13 +4,15 @@ import { toString as qrSvg } from 'qrcode';
 import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { hashSecret, randomSecret } from '../common/crypto/secrets';
-import { KeyEncryption, KeyEncryptionError } from '../keys/key-encryption';
 import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
 import type { Role } from '../users/user.entity';
+import { FactorSealing } from './factor-sealing';
 import { MfaConfig } from './mfa.config';
-import { type LoginChallengeRow, SecondFactorsRepository } from './second-factors.repository';
-import { matchingStep, newRecoveryCodes, newTotpSecret, normalizedRecoveryCode, totpUri } from './totp';
+import { RecoveryCodeKey } from './recovery-code-key';
+import { newRecoveryCodes, normalizedRecoveryCode, unkeyedRecoveryCodeHash } from './recovery-codes';
+import { type LoginChallengeRow, SecondFactorsRepository, type TotpTries } from './second-factors.repository';
+import { matchingStep, newTotpSecret, totpUri } from './totp';
 
 /** The QR code as an SVG element, medium error correction (a phone camera reads it off a screen), a thin margin. */
 const QR_OPTIONS = { type: 'svg', errorCorrectionLevel: 'M', margin: 1 } as const;
@@ -19,11 +21,11 @@ const QR_OPTIONS = { type: 'svg', errorCorrectionLevel: 'M', margin: 1 } as cons
 const CHALLENGE_TTL_MS = 5 * 60_000;
 const CHALLENGE_TRIES = 5;
 /**
- * Wrong codes in a row, over every sign-in of the person, after which every code is refused for a while: someone
- * who has the password cannot guess through the million codes by starting sign-in after sign-in.
+ * Wrong codes in a row, over every sign-in of the person, after which the app's codes are refused for 15 minutes;
+ * after five such locks in a row (50 wrong codes, half of NIST SP 800-63B's ceiling of 100) until a recovery code
+ * is used. Someone who has the password cannot guess through the million codes by starting sign-in after sign-in.
  */
-const FAILURES_BEFORE_LOCK = 10;
-const LOCK_MS = 15 * 60_000;
+const TOTP_TRIES: TotpTries = { limit: 10, lockMs: 15 * 60_000, maxLocks: 5 };
 
 /** What a person's account page shows of their second factors. */
 export interface SecondFactorStatus {
@@ -34,9 +36,10 @@ export interface SecondFactorStatus {
 
 /**
  * What a second factor's check found: the factor that matched, or a refusal — `locked` while too many wrong codes
- * in a row lock the authenticator (every code refused then, the right one too).
+ * in a row lock the authenticator (every code of the app refused then, the right one too; recovery codes still
+ * work): `for-now` for 15 minutes, `for-good` until a recovery code is used (or an operator's reset).
  */
-export type SecondFactorCheck = { ok: true; factor: 'totp' | 'recovery' } | { ok: false; locked: boolean };
+export type SecondFactorCheck = { ok: true; factor: 'totp' | 'recovery' } | { ok: false; locked: false | 'for-now' | 'for-good' };
 
 /** An authenticator being set up: what the person scans or types into their app. */
 export interface TotpEnrolment {
@@ -54,17 +57,16 @@ export interface TotpEnrolment {
  */
 @Injectable()
 export class SecondFactorsService {
-  private readonly sealing: KeyEncryption;
-  private readonly oldSealing: KeyEncryption | undefined;
+  private readonly sealing: FactorSealing;
 
   constructor(
     private readonly factors: SecondFactorsRepository,
     private readonly audit: AuditService,
     private readonly config: MfaConfig,
+    private readonly recoveryKey: RecoveryCodeKey,
     keys: KeysConfig,
   ) {
-    this.sealing = new KeyEncryption(keys.keyEncryptionKey);
-    this.oldSealing = keys.oldKeyEncryptionKey ? new KeyEncryption(keys.oldKeyEncryptionKey) : undefined;
+    this.sealing = new FactorSealing(keys);
   }
 
   /** Whether people of this role must set up a second factor before they sign in (MFA_REQUIRED_ROLES). */
@@ -90,20 +92,37 @@ export class SecondFactorsService {
   async beginTotp(userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
     const secret = newTotpSecret();
     if (!(await this.factors.putUnconfirmedTotp(userId, this.sealing.seal(sealedFor(userId), secret), Date.now()))) return undefined;
-    const uri = totpUri(secret, label, issuer);
-    return { secret, uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
+    return enrolmentOf(secret, label, issuer);
   }
 
   /**
-   * The authenticator being set up, to scan again (the same secret while it is not confirmed), or a new one;
-   * undefined when the person has an active one.
+   * MFA_REQUIRED_ROLES: a new authenticator to set up in the sign-in the cookie `challenge` names, bound to that
+   * sign-in alone (no other sign-in, from whoever has the password, is shown it); an unconfirmed one goes.
    */
-  async enrolment(userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
-    const totp = await this.factors.findTotp(userId);
-    if (!totp || totp.confirmedAt !== null) return totp ? undefined : this.beginTotp(userId, label, issuer);
-    const secret = this.secretOf(userId, totp.secret);
-    const uri = totpUri(secret, label, issuer);
-    return { secret, uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
+  async beginSignInEnrolment(challenge: string, userId: string, label: string, issuer: string): Promise<TotpEnrolment> {
+    const secret = newTotpSecret();
+    await this.factors.bindEnrolment(hashSecret(challenge), userId, this.sealing.seal(sealedFor(userId), secret));
+    return enrolmentOf(secret, label, issuer);
+  }
+
+  /** The authenticator this sign-in sets up, to scan again; undefined when it sets up none or one was confirmed meanwhile. */
+  async signInEnrolment(challenge: string, userId: string, label: string, issuer: string): Promise<TotpEnrolment | undefined> {
+    const sealed = await this.factors.enrolmentOf(hashSecret(challenge), userId);
+    if (sealed === undefined || (await this.required(userId))) return undefined;
+    return enrolmentOf(this.sealing.open(sealedFor(userId), sealed), label, issuer);
+  }
+
+  /**
+   * Confirms the authenticator this sign-in sets up with a code from it (unless the person has a confirmed one by
+   * now): the recovery codes, to be shown once. Undefined when the sign-in sets up none or the code does not match.
+   */
+  async confirmSignInEnrolment(challenge: string, userId: string, code: string, context: AuditContext): Promise<string[] | undefined> {
+    const sealed = await this.factors.enrolmentOf(hashSecret(challenge), userId);
+    if (sealed === undefined) return undefined;
+    const now = Date.now();
+    const step = matchingStep(this.sealing.open(sealedFor(userId), sealed), code.trim(), now);
+    if (step === undefined || !(await this.factors.putConfirmedTotp(userId, sealed, step, now))) return undefined;
+    return this.enrolled(userId, now, context);
   }
 
   /**
@@ -116,28 +135,42 @@ export class SecondFactorsService {
     const now = Date.now();
     const step = matchingStep(this.secretOf(userId, totp.secret), code.trim(), now);
     if (step === undefined || !(await this.factors.useStep(userId, step, now, true))) return undefined;
+    return this.enrolled(userId, now, context);
+  }
+
+  /** A confirmed authenticator's recovery codes (only their keyed hashes are kept) and its audit event. */
+  private async enrolled(userId: string, now: number, context: AuditContext): Promise<string[]> {
     const codes = newRecoveryCodes();
-    await this.factors.replaceRecoveryCodes(userId, codes.map(hashSecret), now);
+    await this.factors.replaceRecoveryCodes(userId, await Promise.all(codes.map((code) => this.recoveryKey.hashOf(code))), now);
     await this.audit.record({ type: 'factor.enrolled', actor: `user:${userId}`, userId, details: { factor: 'totp' } }, context);
     return codes;
   }
 
   /**
    * A sign-in's second factor: a current code of the person's authenticator, or one of their recovery codes;
-   * each works once. Ten wrong codes in a row lock the authenticator for 15 minutes.
+   * each works once. Each code of the app is counted before it is checked (see {@link TOTP_TRIES}); a recovery
+   * code works while they are locked, and ends the lock (80 bits: guessing one needs no count).
    */
   async verify(userId: string, typed: string, context: AuditContext): Promise<SecondFactorCheck> {
     const totp = await this.factors.findTotp(userId);
     if (!totp || totp.confirmedAt === null) return { ok: false, locked: false };
-    const now = Date.now();
-    if (totp.lockedUntil !== null && totp.lockedUntil > now) return { ok: false, locked: true };
-    const step = matchingStep(this.secretOf(userId, totp.secret), typed.trim(), now);
-    if (step !== undefined && (await this.factors.useStep(userId, step, now, false))) return { ok: true, factor: 'totp' };
     const recovery = normalizedRecoveryCode(typed);
-    if (recovery === undefined || !(await this.factors.useRecoveryCode(userId, hashSecret(recovery), now))) {
-      await this.factors.countFailure(userId, FAILURES_BEFORE_LOCK, now + LOCK_MS);
-      return { ok: false, locked: false };
+    if (recovery !== undefined) return this.recoveryCode(userId, recovery, context);
+    const code = typed.trim();
+    if (!/^\d{6}$/.test(code)) return { ok: false, locked: false };
+    const now = Date.now();
+    if (!(await this.factors.tryTotp(userId, now, TOTP_TRIES))) {
+      const locks = (await this.factors.findTotp(userId))?.locks ?? 0;
+      return { ok: false, locked: locks >= TOTP_TRIES.maxLocks ? 'for-good' : 'for-now' };
     }
+    const step = matchingStep(this.secretOf(userId, totp.secret), code, now);
+    if (step !== undefined && (await this.factors.useStep(userId, step, now, false))) return { ok: true, factor: 'totp' };
+    return { ok: false, locked: false };
+  }
+
+  private async recoveryCode(userId: string, code: string, context: AuditContext): Promise<SecondFactorCheck> {
+    const hash = await this.recoveryKey.hashOf(code);
+    if (!(await this.factors.useRecoveryCode(userId, hash, unkeyedRecoveryCodeHash(code), Date.now()))) return { ok: false, locked: false };
     await this.factors.resetFailures(userId);
     const left = await this.factors.unusedRecoveryCodes(userId);
     await this.audit.record({ type: 'recovery_code.used', actor: `user:${userId}`, userId, details: { left } }, context);
@@ -198,10 +231,9 @@ export class SecondFactorsService {
   /** `keys:reencrypt`: every authenticator secret sealed under KEY_ENCRYPTION_KEY (plain ones, and the old key's). */
   @OnEvent(KEYS_REENCRYPTING, { promisify: true, suppressErrors: false })
   async reseal(): Promise<ResealedSecrets> {
-    if (!this.sealing.id) throw new KeyEncryptionError('KEY_ENCRYPTION_KEY is not set: there is nothing to seal the secrets with');
     let resealed = 0;
     for (const { userId, secret } of await this.factors.allTotpSecrets()) {
-      if (KeyEncryption.sealedWith(secret) === this.sealing.id) continue;
+      if (!this.sealing.needsResealing(secret)) continue;
       const sealed = this.sealing.seal(sealedFor(userId), this.secretOf(userId, secret));
       if (await this.factors.resealTotp(userId, secret, sealed)) resealed++;
     }
@@ -209,10 +241,13 @@ export class SecondFactorsService {
   }
 
   private secretOf(userId: string, stored: string): string {
-    const sealedWith = KeyEncryption.sealedWith(stored);
-    const opener = sealedWith !== undefined && this.oldSealing?.id === sealedWith ? this.oldSealing : this.sealing;
-    return opener.open(sealedFor(userId), stored);
+    return this.sealing.open(sealedFor(userId), stored);
   }
+}
+
+async function enrolmentOf(secret: string, label: string, issuer: string): Promise<TotpEnrolment> {
+  const uri = totpUri(secret, label, issuer);
+  return { secret, uri, qrSvg: await qrSvg(uri, QR_OPTIONS) };
 }
 
 /** The associated data of a sealed secret: a secret copied onto another person's row does not open. */

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 
 /** RFC 6238 as authenticator apps use it: SHA-1, six digits, 30-second steps. */
@@ -28,19 +27,4 @@ export function matchingStep(secret: string, code: string, now: number): number 
 /** The code of a time (what an authenticator app would show then): for tests and the command line's checks. */
 export function totpCode(secret: string, now: number): string {
   return totpOf(secret).generate({ timestamp: now });
-}
-
-/** Ten recovery codes, each `xxxxx-xxxxx` (base32 letters and digits, 50 bits), shown once. */
-export function newRecoveryCodes(count = 10): string[] {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-  return Array.from({ length: count }, () => {
-    const chars = [...randomBytes(10)].map((b) => alphabet[b & 31]).join('');
-    return `${chars.slice(0, 5)}-${chars.slice(5)}`;
-  });
-}
-
-/** A recovery code as typed (any case, with or without its hyphen or spaces) in the form it was issued. */
-export function normalizedRecoveryCode(typed: string): string | undefined {
-  const chars = typed.toLowerCase().replace(/[\s-]/g, '');
-  return /^[a-z2-7]{10}$/.test(chars) ? `${chars.slice(0, 5)}-${chars.slice(5)}` : undefined;
 }

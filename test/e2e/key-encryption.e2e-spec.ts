@@ -83,7 +83,7 @@ describe('private signing keys at rest (KEY_ENCRYPTION_KEY)', () => {
       reencrypted: 1,
       alreadySealed: 0,
       keyEncryptionKeyId: expect.stringMatching(/^[0-9a-f]{16}$/),
-      resealed: { totpSecrets: 1 },
+      resealed: { totpSecrets: 1, recoveryCodeKey: 1 },
     });
     expect(reencrypt(db, { KEY_ENCRYPTION_KEY: K2 }).lines[0]).toContain('"reencrypted":0');
 

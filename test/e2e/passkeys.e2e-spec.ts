@@ -479,7 +479,9 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
       const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 });
       const enrolled = await tabs[0].submit(enrol, { code: totp.generate() });
       expect(enrolled.status).toBe(200);
-      const recoveryCodes = [...enrolled.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+      const recoveryCodes = [...enrolled.text.matchAll(/<li><code>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/code><\/li>/g)].map(
+        (m) => m[1],
+      );
       expect(recoveryCodes).toHaveLength(10);
       const second = await login(tabs[1], admin.email);
       expect((await tabs[1].submit(second, { code: recoveryCodes[0] })).status).toBe(303);

@@ -71,7 +71,9 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     expect(secret).toHaveLength(32);
     const confirmed = await browser.submit(begun, { code: codeOf(secret) });
     expectPage(confirmed, 200);
-    const codes = [...confirmed.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+    const codes = [...confirmed.text.matchAll(/<li><code>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/code><\/li>/g)].map(
+      (m) => m[1],
+    );
     expect(codes).toHaveLength(10);
     expect(new Set(codes).size).toBe(10);
     return { user, browser, secret, codes };
@@ -225,7 +227,7 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
     const locked = await passwordStep(a, user.email);
     const refused = await locked.browser.submit(locked.res, { code: codeOf(secret, 1) });
     expectPage(refused, 401);
-    expect(refused.text).toContain('Too many wrong codes: codes are refused for 15 minutes.');
+    expect(refused.text).toContain('Too many wrong codes: codes from your app are refused for 15 minutes.');
     expect(locked.browser.cookies.has('oauth_session')).toBe(false);
     expect((await events('login.failed', user.id)).map((e) => e.details)).toContainEqual({ reason: 'second factor locked' });
     // Once the lock has passed (moved into the past here), the right code signs in.
@@ -309,7 +311,7 @@ describe('MFA_REQUIRED_ROLES: people of these roles set up an authenticator befo
     expectPage(done, 200);
     expect(browser.cookies.has('oauth_session')).toBe(true);
     expect(browser.cookies.has('login_challenge')).toBe(false);
-    const codes = [...done.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+    const codes = [...done.text.matchAll(/<li><code>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/code><\/li>/g)].map((m) => m[1]);
     expect(codes).toHaveLength(10);
     expect(done.text).toContain('<a href="/account/apps">I have saved them</a>');
     expect((await browser.get('/account/apps')).status).toBe(200);

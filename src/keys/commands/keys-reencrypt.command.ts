@@ -8,8 +8,8 @@ import { SigningKeysService } from '../signing-keys.service';
 /**
  * `keys:reencrypt`: seals every private signing key under KEY_ENCRYPTION_KEY — plain ones, and ones sealed under
  * OLD_KEY_ENCRYPTION_KEY when the key-encryption key is being replaced — and, through the `keys.reencrypting` event,
- * the other secrets sealed with it (authenticator secrets: `resealed.totpSecrets`). Run it with both set, then start
- * the service with the new key only.
+ * the other secrets sealed with it (authenticator secrets, `resealed.totpSecrets`; the recovery codes' key,
+ * `resealed.recoveryCodeKey`). Run it with both set, then start the service with the new key only.
  */
 @Command({ name: 'keys:reencrypt', description: 'seal every private signing key under KEY_ENCRYPTION_KEY' })
 export class KeysReencryptCommand extends CommandRunner {

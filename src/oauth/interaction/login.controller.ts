@@ -35,7 +35,11 @@ export const WEBAUTHN_CHALLENGE_COOKIE = 'webauthn_challenge';
 const PASSKEY_REFUSED = 'That passkey could not be used to sign in. Try again, or use your password.';
 const GENERIC_FAILURE = 'The email or password is not correct.';
 const WRONG_CODE = 'The code is not correct, or it was used already.';
-const LOCKED = 'Too many wrong codes: codes are refused for 15 minutes. Try again later.';
+const LOCKED = {
+  'for-now': 'Too many wrong codes: codes from your app are refused for 15 minutes. A recovery code still works.',
+  'for-good':
+    'Too many wrong codes: codes from your app are refused until you sign in with a recovery code. Without one, ask an administrator to reset your second factors.',
+};
 
 /** The login form (double-submit CSRF token) and logout. HTML pages and redirects, so it writes the response. */
 @Public()
@@ -128,8 +132,8 @@ export class LoginController {
     }
     if (this.secondFactors.requiredFor(user.role)) {
       // MFA_REQUIRED_ROLES: no session before the person has set up an authenticator (the challenge's five minutes).
-      await this.startChallenge(res, user.id, returnTo);
-      const enrolment = (await this.secondFactors.enrolment(user.id, email, this.issuerHost))!;
+      const challenge = await this.startChallenge(res, user.id, returnTo);
+      const enrolment = await this.secondFactors.beginSignInEnrolment(challenge, user.id, email, this.issuerHost);
       sendHtml(res, 200, this.pages.signInEnrolment({ csrf: cookieToken, qrSvg: enrolment.qrSvg, secret: enrolment.secret }));
       return;
     }
@@ -148,10 +152,10 @@ export class LoginController {
     const waiting = await this.waitingSignIn(req, res);
     if (!waiting) return;
     const { challenge, code, cookieToken } = waiting;
-    const codes = await this.secondFactors.confirmTotp(challenge.userId, code, auditContextOf(req));
+    const codes = await this.secondFactors.confirmSignInEnrolment(waiting.secret, challenge.userId, code, auditContextOf(req));
     if (!codes) {
       const label = (await this.users.emailOf(challenge.userId)) ?? challenge.userId;
-      const enrolment = await this.secondFactors.enrolment(challenge.userId, label, this.issuerHost);
+      const enrolment = await this.secondFactors.signInEnrolment(waiting.secret, challenge.userId, label, this.issuerHost);
       if (!enrolment) {
         this.signInExpired(res);
         return;
@@ -183,7 +187,8 @@ export class LoginController {
       await this.audit.record({ type: 'login.failed', actor: 'anonymous', userId: challenge.userId, details }, auditContextOf(req));
       this.metrics.loginFailed();
       const passkey = await this.passkeys.has(challenge.userId);
-      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, totp: true, passkey, error: check.locked ? LOCKED : WRONG_CODE }));
+      const error = check.locked ? LOCKED[check.locked] : WRONG_CODE;
+      sendHtml(res, 401, this.pages.secondFactor({ csrf: cookieToken, totp: true, passkey, error }));
       return;
     }
     await this.endChallenge(res, waiting.secret);
@@ -354,9 +359,10 @@ export class LoginController {
   }
 
   /** A sign-in whose password matched (or a session stepping up) waiting for a second factor: its cookie (five minutes). */
-  private async startChallenge(res: Response, userId: string, returnTo: string, priorAmr: string | null = null): Promise<void> {
+  private async startChallenge(res: Response, userId: string, returnTo: string, priorAmr: string | null = null): Promise<string> {
     const challenge = await this.secondFactors.startChallenge(userId, returnTo, priorAmr);
     setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+    return challenge;
   }
 
   /**
