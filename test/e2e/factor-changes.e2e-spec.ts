@@ -99,7 +99,9 @@ describe('factor changes: a recent password for the first factor, sessions and g
       code: codeOf(secret),
     });
     expectPage(confirmed, 200);
-    const codes = [...confirmed.text.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((m) => m[1]);
+    const codes = [...confirmed.text.matchAll(/<li><code>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/code><\/li>/g)].map(
+      (m) => m[1],
+    );
     expect(codes).toHaveLength(10);
     return { secret, codes };
   }

@@ -190,7 +190,10 @@ describe('dynamic client registration (RFC 7591) and management (RFC 7592), REGI
   it('a registered client is never trusted: the person sees the consent page, then the code flow with PKCE works', async () => {
     const res = await register({ client_name: 'Agent', redirect_uris: [LOOPBACK], token_endpoint_auth_method: 'none', trusted: true });
     const { page, tokens } = await consentedCodeFlow(asClient(res.body), LOOPBACK);
-    expect(page.text).toContain('Agent');
+    // The name is the client's own claim, and the page says so (a client may call itself after any company).
+    expect(page.text).toContain(
+      '<p class="lead">This application registered itself: <strong>Agent</strong> is the name it gave, which nobody here has checked. Allow it only if you know where you came from.</p>',
+    );
     expect(await resourceStatus(t, tokens.body.access_token)).toBe(200);
   });
 

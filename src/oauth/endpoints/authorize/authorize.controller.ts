@@ -132,6 +132,7 @@ export class AuthorizeController {
         csrf: session.csrfToken,
         // The whole request is approved: the code carries every requested scope, the consent grows by the new ones.
         params: { ...request.params, scope: request.scope },
+        selfRegistered: request.client.registrationTokenHash !== null,
         ...(request.client.metadataDocument !== null
           ? {
               metadataDocument: {

@@ -1,0 +1,103 @@
+import { escapeHtml, hidden, PASSKEY_SCRIPTS } from './page-html';
+import type { LoginPageView, LogoutPageView, SecondFactorPageView, SignInEnrolmentPageView } from './page-views';
+import { BasePages } from './base-pages';
+
+/** The pages of a sign-in and a sign-out: the login form, the second step, setting up an authenticator at sign-in. */
+export abstract class SignInPages extends BasePages {
+  /** The sign-in form: posts `email`, `password`, `return_to` and `csrf` to `/login`. */
+  login(opts: LoginPageView): string {
+    return this.document(
+      'Sign in',
+      `<div class="card">
+<h1>Sign in</h1><p class="lead">Use your account to continue.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/login">
+${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${escapeHtml(opts.email ?? '')}" autofocus>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
+<button type="submit">Sign in</button>
+</form>
+${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', opts.returnTo))}</div>${PASSKEY_SCRIPTS}`,
+    );
+  }
+
+  /** The second step of a sign-in: posts `code` and `csrf` to `/login/code`, or a passkey to `/login/passkey`. */
+  secondFactor(opts: SecondFactorPageView): string {
+    const lead = opts.totp
+      ? 'Open your authenticator app and enter the six-digit code it shows, or one of your recovery codes.'
+      : 'Confirm it is you with one of your passkeys.';
+    const codeForm = opts.totp
+      ? `<form method="post" action="/login/code">
+${hidden('csrf', opts.csrf)}
+<label for="code">Code</label>
+<input id="code" name="code" type="text" inputmode="text" autocomplete="one-time-code" required maxlength="32" autofocus>
+<button type="submit">Continue</button>
+</form>`
+      : '';
+    const reauth = opts.reauthenticate;
+    const passkey = !opts.passkey
+      ? ''
+      : reauth
+        ? `\n${this.passkeyForm('reauth', opts.csrf, 'Use a passkey', hidden('return_to', reauth.returnTo))}`
+        : `\n${this.passkeyForm('second-factor', opts.csrf, 'Use a passkey')}`;
+    const title = reauth ? 'Confirm it is you' : opts.totp ? 'Enter your code' : 'Use your passkey';
+    return this.document(
+      title,
+      `<div class="card">
+<h1>${title}</h1><p class="lead">${reauth ? 'This needs a recent sign-in: confirm it is you with one of your passkeys.' : lead}</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+${codeForm}${passkey}</div>${opts.passkey ? PASSKEY_SCRIPTS : ''}`,
+    );
+  }
+
+  /**
+   * At sign-in, when the person's role needs a second factor and they have none: the authenticator to set up, with
+   * the form for its first code (posts `code` and `csrf` to `/login/enrol`).
+   */
+  signInEnrolment(opts: SignInEnrolmentPageView): string {
+    return this.document(
+      'Set up an authenticator',
+      `<div class="card">
+<h1>Set up an authenticator</h1>
+<p class="lead">Your account needs a second factor: a code from an authenticator app at every sign-in.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${this.totpEnrolment('/login/enrol', opts.csrf, opts)}
+</div>`,
+    );
+  }
+
+  /** Signed in right after setting up an authenticator: the recovery codes, shown once, and the way on. */
+  signInRecoveryCodes(codes: string[], next: string): string {
+    return this.document(
+      'Your recovery codes',
+      `<div class="card">\n<h1>Your recovery codes</h1>\n${this.recoveryCodes(codes, next)}\n</div>`,
+    );
+  }
+
+  /**
+   * The question before a logout that the client could not prove it may ask for (no ID token of this session):
+   * posts the request's parameters, `csrf` and `decision=logout|stay` to `/end-session/confirm`.
+   */
+  logoutConfirm(opts: LogoutPageView): string {
+    const fields = Object.entries(opts.params)
+      .map(([k, v]) => hidden(k, v))
+      .join('');
+    const lead = opts.clientName
+      ? `<strong>${escapeHtml(opts.clientName)}</strong> asks to sign you out of your account here.`
+      : 'You are asked to sign out of your account here.';
+    return this.document(
+      'Sign out?',
+      `<div class="card">
+<h1>Sign out?</h1>
+<p class="lead">${lead} Applications you allowed keep their access until you revoke it.</p>
+<form method="post" action="/end-session/confirm">
+${fields}${hidden('csrf', opts.csrf)}
+<div class="actions">
+<button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
+<button type="submit" name="decision" value="logout">Sign out</button>
+</div>
+</form></div>`,
+    );
+  }
+}
