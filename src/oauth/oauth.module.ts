@@ -42,6 +42,10 @@ import { GrantRevocationService } from './grants/grant-revocation.service';
 import { IntrospectionController } from './endpoints/introspection/introspection.controller';
 import { IntrospectionService } from './endpoints/introspection/introspection.service';
 import { LoginController } from './interaction/login.controller';
+import { SecondFactorController } from './interaction/second-factor.controller';
+import { PasskeyLoginController } from './interaction/passkey-login.controller';
+import { StepUpController } from './interaction/step-up.controller';
+import { SignInSteps } from './interaction/sign-in-steps';
 import { EndSessionController } from './endpoints/end-session/end-session.controller';
 import { EndSessionService } from './endpoints/end-session/end-session.service';
 import { IdTokenHints } from './oidc/id-token-hints';
@@ -114,6 +118,9 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     MetadataController,
     JwksController,
     LoginController,
+    SecondFactorController,
+    PasskeyLoginController,
+    StepUpController,
     EndSessionController,
     ConnectedAppsController,
     AccountSecurityController,
@@ -128,6 +135,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     UserInfoController,
   ],
   providers: [
+    SignInSteps,
     EndSessionService,
     IdTokenHints,
     SqlRunner,

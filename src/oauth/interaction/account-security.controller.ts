@@ -13,7 +13,7 @@ import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
 import { problem, sendProblem } from '../../common/problem';
 import { CONTROL_CHARACTER } from '../../common/text';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
-import { WEBAUTHN_CHALLENGE_COOKIE } from './login.controller';
+import { WEBAUTHN_CHALLENGE_COOKIE } from './sign-in-steps';
 import { UsersService } from '../../users/users.service';
 import { type AccountSecurityPageView, OAuthPages, sendHtml, sendRedirect } from './pages';
 import { type CurrentSession, SessionsService } from './sessions.service';

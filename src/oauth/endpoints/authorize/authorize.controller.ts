@@ -5,7 +5,7 @@ import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiRedirect } from '../../../c
 import { Public } from '../../../auth/auth.decorators';
 import { type AuthorizationRequestResult, AuthorizationRequestValidator } from './authorization-request';
 import { ApiAuthorizeQuery } from './authorize.openapi';
-import { hasRoleBoundScope, scopeDescription, scopesHeld } from '../../../auth/scopes';
+import { hasRoleBoundScope, scopesHeld } from '../../../auth/scopes';
 import { UsersService } from '../../../users/users.service';
 import { CodeGrantService, type CodeRequest } from '../../grants/code-grant.service';
 import { choseOwnRedirectUris } from '../../clients/client-metadata';
@@ -14,7 +14,6 @@ import { ConsentService } from '../../interaction/consent.service';
 import { sessionCookie } from '../../interaction/cookies';
 import { returnToAfterLogin } from '../../interaction/return-to';
 import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
-import { isLoopbackRedirectUri } from '../../clients/redirect-uris';
 import { safeEqual } from '../../../common/crypto/secrets';
 import { type CurrentSession, SessionsService } from '../../interaction/sessions.service';
 import { type Acr, acrOfStored, meetsAcr } from '../../../auth/acr';
@@ -23,6 +22,7 @@ import { SecondFactorsService } from '../../../mfa/second-factors.service';
 import { PushedRequestsService } from '../../par/pushed-requests.service';
 import { asksForLogin, minAuthTimeOf, pushedLoginAnswered } from './login-freshness';
 import { answerClientError } from './client-error-answer';
+import { consentPageView } from './consent-page-view';
 
 type ValidRequest = Extract<AuthorizationRequestResult, { kind: 'valid' }>;
 
@@ -121,29 +121,7 @@ export class AuthorizeController {
       this.interactionRequired(res, request, 'consent_required', 'The user has not allowed this client these scopes.');
       return;
     }
-    const view = (name: string) => ({ name, description: scopeDescription(name) });
-    sendHtml(
-      res,
-      200,
-      this.pages.consent({
-        clientName: request.client.name,
-        scopes: asked.map(view),
-        alreadyAllowed: requested.filter((s) => !asked.includes(s)).map(view),
-        csrf: session.csrfToken,
-        // The whole request is approved: the code carries every requested scope, the consent grows by the new ones.
-        params: { ...request.params, scope: request.scope },
-        selfRegistered: request.client.registrationTokenHash !== null,
-        ...(request.client.metadataDocument !== null
-          ? {
-              metadataDocument: {
-                documentHost: new URL(request.client.id).host,
-                redirectHost: new URL(request.redirectUri).host,
-                loopbackOnly: request.client.redirectUris.every((uri) => isLoopbackRedirectUri(uri)),
-              },
-            }
-          : {}),
-      }),
-    );
+    sendHtml(res, 200, this.pages.consent(consentPageView(request, asked, session.csrfToken)));
   }
 
   @Post('consent')
