@@ -11,6 +11,7 @@ import { ACCESS_LOGGER } from './logging/logging.module';
 import { MetricsService } from './metrics/metrics.service';
 import { setupOpenApi } from './openapi';
 import { HandlerSpanInterceptor } from './telemetry/handler-span.interceptor';
+import { configureCookies } from './oauth/interaction/cookies';
 import { tracingEnabled } from './telemetry/tracing';
 
 export const BODY_LIMIT = '100kb';
@@ -39,6 +40,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('etag', false);
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
+  configureCookies(app, config.secureCookies);
   limitSlowClients(app.getHttpServer(), config);
   app.use(requestIdMiddleware(config.trustProxy));
   // Requests are measured from the access log's listener (one per request for both), unless METRICS=off.

@@ -242,7 +242,8 @@ describe('step-up by authentication level (acr_values, RFC 9470)', () => {
     const page = await browser.get((await browser.get(req.path)).headers.location);
     expectPage(page, 200);
     // The person walks away and signs out; the next one at the computer has the code form and the cookie.
-    const signOut = await browser.post('/logout', {});
+    const apps = await browser.get('/account/apps');
+    const signOut = await browser.post('/logout', parseForms(apps.text).find((f) => f.action === '/logout')!.hidden);
     expect(signOut.status).toBe(303);
     expect(browser.cookies.has('oauth_session')).toBe(false);
     const attempt = await browser.submit(page, { code: totp.generate({ timestamp: Date.now() + 30_000 }) });

@@ -210,7 +210,7 @@ describe('the connected-apps page (/account/apps)', () => {
     it('signs out through the page: POST /logout ends the session, and the page then sends to the login', async () => {
       const { browser } = await signedIn(t);
       const signOut = parseForms((await page(browser)).text).find((f) => f.action === '/logout')!;
-      expect(signOut.hidden).toEqual({});
+      expect(signOut.hidden).toEqual({ csrf: expect.stringMatching(/^[A-Za-z0-9_-]{32,}$/) });
       const res = await browser.post('/logout', signOut.hidden);
       expect(res.status).toBe(303);
       expect(res.headers.location).toBe('/login');

@@ -13,6 +13,7 @@ import {
   authorizePath,
   login,
   parseForm,
+  parseForms,
   redirectParams,
   registerClient,
   setCookies,
@@ -23,6 +24,11 @@ import { TEST_PASSWORD, type TestApp, createTestApp } from '../support/test-app'
 
 function sessionCookie(res: Response): string | undefined {
   return setCookies(res).find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+}
+
+/** The session's CSRF token, as the sign-out form of the connected-apps page carries it. */
+function logoutToken(html: string): string {
+  return parseForms(html).find((f) => f.action === '/logout')!.hidden.csrf;
 }
 
 function cookieAttributes(cookie: string): string[] {
@@ -266,11 +272,20 @@ describe('login session', () => {
       expect(redirectParams(await browser.get(path)).get('code')).toBeTruthy();
       const oldCookie = browser.cookies.get(SESSION_COOKIE)!;
 
-      const res = await browser.post('/logout', {});
-      expect([302, 303]).toContain(res.status);
+      // Another site's form (no token, or a wrong one) signs nobody out.
+      for (const forged of [{}, { csrf: 'x'.repeat(32) }]) {
+        const refused = await browser.post('/logout', forged);
+        expect(refused.status).toBe(403);
+        expect(refused.headers['set-cookie']).toBeUndefined();
+        expect(redirectParams(await browser.get(path)).get('code')).toBeTruthy();
+      }
+
+      const res = await browser.post('/logout', { csrf: logoutToken((await browser.get('/account/apps')).text) });
+      expect(res.status).toBe(303);
       const cleared = sessionCookie(res);
       expect(cleared).toBeDefined();
-      expect(cookieAttributes(cleared!)).toContain('max-age=0');
+      expect(cleared!.startsWith(`${SESSION_COOKIE}=;`)).toBe(true);
+      expect(cookieAttributes(cleared!)).toContain('expires=thu, 01 jan 1970 00:00:00 gmt');
 
       const after = await browser.get(path);
       expect(after.status).toBe(302);
@@ -292,14 +307,27 @@ describe('login session with an https ISSUER', () => {
   });
   afterAll(() => t.close());
 
-  it('marks the session cookie Secure (and still HttpOnly, SameSite=Lax)', async () => {
+  it('names every cookie __Host- (no subdomain can set or shadow it) and marks it Secure, HttpOnly, SameSite=Lax, Path=/', async () => {
     const user = await t.createUser();
-    const res = await login(new Browser(t), user.email);
+    const browser = new Browser(t);
+    const page = await browser.get('/login');
+    const csrfCookie = setCookies(page).find((c) => c.startsWith('__Host-login_csrf='));
+    expect(cookieAttributes(csrfCookie!)).toEqual(['path=/', 'httponly', 'secure', 'samesite=lax']);
+    const res = await browser.submit(page, { email: user.email, password: TEST_PASSWORD });
     expect(res.status).toBe(303);
-    const attrs = cookieAttributes(sessionCookie(res)!);
+    const session = setCookies(res).find((c) => c.startsWith(`__Host-${SESSION_COOKIE}=`));
+    const attrs = cookieAttributes(session!);
     expect(attrs).toContain('secure');
     expect(attrs).toContain('httponly');
     expect(attrs).toContain('samesite=lax');
+    expect(attrs).toContain('path=/');
+    expect(attrs.some((a) => a.startsWith('domain='))).toBe(false);
+    expect(setCookies(res).some((c) => c.startsWith(`${SESSION_COOKIE}=`))).toBe(false);
+    // A cookie without the prefix (set by a sibling host, say) is not read as the session.
+    const tossed = new Browser(t);
+    tossed.cookies.set(SESSION_COOKIE, browser.cookies.get(`__Host-${SESSION_COOKIE}`)!);
+    expect((await tossed.get('/account/apps')).status).toBe(302);
+    expect((await browser.get('/account/apps')).status).toBe(200);
   });
 });
 

@@ -104,7 +104,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
     });
     expect(options.body.challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const cookie = ([] as string[]).concat(options.headers['set-cookie'] ?? []).find((c) => c.startsWith('webauthn_challenge='));
-    expect(cookie).toMatch(/; Path=\/; HttpOnly; SameSite=Lax; Max-Age=300$/);
+    expect(cookie).toMatch(/; Max-Age=300; Path=\/; Expires=[^;]+ GMT; HttpOnly; SameSite=Lax$/);
     // Only the cookie names the challenge: the table keeps its hash, not the cookie's value.
     const rows = (await a.app.get(DataSource).query(`SELECT id FROM webauthn_challenges WHERE user_id = '${user.id}'`)) as { id: string }[];
     expect(rows).toHaveLength(1);

@@ -158,7 +158,7 @@ export class AccountSecurityController {
     }
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
     const { options, secret } = await this.passkeys.registrationOptions(session.userId, label);
-    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, { maxAgeSeconds: CHALLENGE_TTL_SECONDS, secure: this.config.secureCookies });
+    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, CHALLENGE_TTL_SECONDS);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).json(options);
   }
@@ -181,7 +181,7 @@ export class AccountSecurityController {
     if (!session) return;
     if (await this.confirmFirst(res, session, 'add')) return;
     const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
-    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
+    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE);
     const name = nameOf(req);
     if (name === undefined) {
       await this.render(res, 400, session, {

@@ -15,6 +15,7 @@ import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { SessionsService } from './sessions.service';
+import { safeEqual } from '../../common/crypto/secrets';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { PasskeysService } from '../../mfa/passkeys.service';
@@ -120,11 +121,20 @@ export class LoginController {
   }
 
   @Post('logout')
-  @ApiRedirect(303, 'The session is ended and its cookie cleared: to /login')
+  @ApiPageForm({ csrf: { type: 'string', description: "the session's CSRF token, which the connected-apps page's form carries" } }, [])
+  @ApiRedirect(303, 'The session is ended and its cookie cleared (or there was none): to /login')
+  @ApiPageFormErrors('A body that cannot be read')
+  @ApiHtml(403, "A session whose CSRF token the form does not carry (another site's form): the session stays")
   async logout(@Req() req: Request, @Res() res: Response): Promise<void> {
     const session = await this.sessions.current(sessionCookie.read(req));
+    // A cross-site form must not sign the person out: the token is the session's own (a synchronizer token).
+    const csrf = (req.body as Record<string, unknown> | undefined)?.csrf;
+    if (session && (typeof csrf !== 'string' || !safeEqual(csrf, session.csrfToken))) {
+      sendHtml(res, 403, this.pages.error('Request refused', 'The form has expired. Go back and try again.'));
+      return;
+    }
     if (session) await this.sessions.end(session, auditContextOf(req), { via: 'logout form' });
-    sessionCookie.clear(res, this.config);
+    sessionCookie.clear(res);
     res.redirect(303, '/login');
   }
 }

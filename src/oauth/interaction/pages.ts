@@ -42,7 +42,7 @@ ${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
       `<h1>Connected apps</h1>
 <p class="lead">Applications you allowed to use your account. Revoking one signs it out at once; to come back, it has to send you through sign-in again.</p>
 ${list}
-<form method="post" action="/logout"><button type="submit" class="secondary">Sign out</button></form>`,
+<form method="post" action="/logout">${hidden('csrf', opts.csrf)}<button type="submit" class="secondary">Sign out</button></form>`,
     );
   }
 

@@ -84,7 +84,7 @@ export class PasskeyLoginController {
       return;
     }
     const { options, secret } = await this.passkeys.authenticationOptions(userId);
-    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, { maxAgeSeconds: CHALLENGE_TTL_SECONDS, secure: this.config.secureCookies });
+    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, CHALLENGE_TTL_SECONDS);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).json(options);
   }
@@ -111,7 +111,7 @@ export class PasskeyLoginController {
     const { body, cookieToken } = form;
     const answer = parsedAnswer(body.response);
     const webauthnSecret = readCookie(req, WEBAUTHN_CHALLENGE_COOKIE);
-    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE, this.config.secureCookies);
+    clearCookie(res, WEBAUTHN_CHALLENGE_COOKIE);
     if (body.step === 'second-factor') {
       const waiting = await this.steps.waitingSignIn(req, res, form);
       if (!waiting) return;

@@ -41,7 +41,7 @@ export class SignInSteps {
   /** A sign-in whose password matched (or a session stepping up) waiting for a second factor: its cookie (five minutes). */
   async startChallenge(res: Response, userId: string, returnTo: string, priorAmr: string | null = null): Promise<string> {
     const challenge = await this.secondFactors.startChallenge(userId, returnTo, priorAmr);
-    setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, { maxAgeSeconds: 300, secure: this.config.secureCookies });
+    setCookie(res, LOGIN_CHALLENGE_COOKIE, challenge, 300);
     return challenge;
   }
 
@@ -74,12 +74,12 @@ export class SignInSteps {
   /** The second step is done: the waiting sign-in and its cookie go. */
   async endChallenge(res: Response, secret: string): Promise<void> {
     await this.secondFactors.endChallenge(secret);
-    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE);
   }
 
   /** No sign-in waiting for its second factor (expired, out of tries, never started): back to the password. */
   signInExpired(res: Response): void {
-    clearCookie(res, LOGIN_CHALLENGE_COOKIE, this.config.secureCookies);
+    clearCookie(res, LOGIN_CHALLENGE_COOKIE);
     const again = { href: '/login', label: 'Sign in again' };
     sendHtml(res, 401, this.pages.error('Sign in again', 'This sign-in has expired or had too many wrong codes.', again));
   }
@@ -104,7 +104,7 @@ export class SignInSteps {
     if (current && current.userId !== userId) await this.sessions.end(current, auditContextOf(req), { via: 'account switch' });
     const renewed = current?.userId === userId ? await this.sessions.reauthenticate(current, auditContextOf(req), amr) : undefined;
     const secret = renewed ?? (await this.sessions.start(userId, auditContextOf(req), amr)).secret;
-    sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl, secureCookies: this.config.secureCookies });
+    sessionCookie.write(res, secret, { sessionTtl: this.oauthConfig.sessionTtl });
   }
 
   /** A sign-in form's fields, when its CSRF token matches the cookie (double submit); else answers 403. */
@@ -118,7 +118,7 @@ export class SignInSteps {
     const existing = readCookie(req, LOGIN_CSRF_COOKIE);
     if (existing && /^[A-Za-z0-9_-]{32,64}$/.test(existing)) return existing;
     const token = randomSecret(24);
-    setCookie(res, LOGIN_CSRF_COOKIE, token, { secure: this.config.secureCookies });
+    setCookie(res, LOGIN_CSRF_COOKIE, token);
     return token;
   }
 }

@@ -121,7 +121,7 @@ export class EndSessionController {
     const session = await this.sessions.current(sessionCookie.read(req));
     if (!session) {
       // Nothing to end here (already signed out): the client's logout goes on.
-      sessionCookie.clear(res, this.config);
+      sessionCookie.clear(res);
       this.finish(res, request, status, this.endSession.redirectsOnItsOwn(request, null));
       return;
     }
@@ -156,7 +156,7 @@ export class EndSessionController {
     redirect: boolean,
   ) {
     await this.sessions.end(session, auditContextOf(req), { via, clientId: request.client?.id ?? null });
-    sessionCookie.clear(res, this.config);
+    sessionCookie.clear(res);
     this.finish(res, request, status, redirect);
   }
 
