@@ -166,10 +166,12 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
     status?: unknown,
   ): TUser {
     if (error) throw error;
-    // Without a token, the challenge names the scope the route needs (RFC 6750 3), so that a client (an MCP
-    // agent) asks for that first.
-    const scope = this.ruleOf(context).scopes.join(' ') || undefined;
-    if (!user) throw failure(challenge, typeof status === 'number' ? status : undefined, scope);
+    if (!user) {
+      // Without a token, the challenge names the scope the route needs (RFC 6750 3), so that a client (an MCP
+      // agent) asks for that first.
+      const scope = this.ruleOf(context).scopes.join(' ') || undefined;
+      throw failure(challenge, typeof status === 'number' ? status : undefined, scope);
+    }
     return user as TUser;
   }
 
