@@ -2,17 +2,11 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
-import { handProof, p256, rsaJwk } from '../support/hostile-keys';
+import { handProof, p256, rsaJwk, thumbprint } from '../support/hostile-keys';
 import { NO_RATE_LIMITS, REDIRECT_URI, expectOAuthError, registerClient } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 const ALGS = 'ES256 EdDSA Ed25519 RS256 PS256';
-
-/** The RFC 7638 thumbprint of a P-256 public JWK. */
-const thumbprint = (jwk: Record<string, unknown>) =>
-  createHash('sha256')
-    .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }))
-    .digest('base64url');
 
 /**
  * DPoP proofs as an attacker sends them (RFC 9449 11, "Security Considerations"), at the two places that check

@@ -3,40 +3,26 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BY_SYSTEM } from '../../src/audit/audit-events';
-import { AuditService } from '../../src/audit/audit.service';
-import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { SignInFactorsService } from '../../src/mfa/sign-in-factors.service';
 import {
   Browser,
   NO_RATE_LIMITS,
-  PAGE_CSP,
   expectOAuthError,
   issueTokens,
   login,
-  parseForms,
   registerClient,
   resourceStatus,
   signedIn,
   token,
+  expectPage,
+  formOf,
+  auditEventsOf,
 } from '../support/oauth';
 import { SoftAuthenticator } from '../support/passkey-authenticator.mjs';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 const PAGE = '/account/security';
 const RECENT_PASSWORD = 'To add your first passkey or authenticator, enter your password again: your sign-in is more than 5 minutes old.';
-
-function expectPage(res: Response, status: number): void {
-  expect(res.status, res.text.slice(0, 600)).toBe(status);
-  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-  expect(res.headers['content-security-policy']).toBe(PAGE_CSP);
-}
-
-/** The hidden fields of the form of `page` that posts to `action`. */
-function formOf(page: Response, action: string): Record<string, string> {
-  const form = parseForms(page.text).find((f) => f.action === action);
-  if (!form) throw new Error(`no form posting to ${action} in:\n${page.text.slice(0, 800)}`);
-  return form.hidden;
-}
 
 function codeOf(secret: string, steps = 0): string {
   return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
@@ -62,8 +48,7 @@ describe('factor changes: a recent password for the first factor, sessions and g
   });
   afterAll(() => t.close());
 
-  const events = async (type: string, userId: string) =>
-    (await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(t, type, userId);
 
   /** The person's sessions signed in `minutes` ago (as a cookie stolen from an old sign-in would be). */
   async function ageSessions(userId: string, minutes: number): Promise<void> {

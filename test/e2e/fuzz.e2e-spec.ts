@@ -1,9 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
-import { handProof, p256, rsaJwk } from '../support/hostile-keys';
+import { handProof, p256, rsaJwk, thumbprint } from '../support/hostile-keys';
 import { NO_RATE_LIMITS } from '../support/oauth';
 import { ALL_SCOPES, type TestApp, createTestApp } from '../support/test-app';
 
@@ -202,9 +202,7 @@ describe('OpenAPI-driven fuzzing (fixed seed): no 5xx, and every answer as docum
     const userToken = await t.token(user.id, ALL_SCOPES);
     const ids = [user.id, ...targets.map((u) => u.id)];
     // A token bound to the fuzzer's proof key (RFC 9449 6), so that its proofs reach every check of the API.
-    const jkt = createHash('sha256')
-      .update(JSON.stringify({ crv: proofKey.jwk.crv, kty: proofKey.jwk.kty, x: proofKey.jwk.x, y: proofKey.jwk.y }))
-      .digest('base64url');
+    const jkt = thumbprint(proofKey.jwk);
     const scope = ALL_SCOPES.join(' ');
     const boundToken = t.app.get(TokenIssuer).mintAccessToken({ sub: admin.id, clientId: 'fuzz', scope, grantId: randomUUID(), jkt }).token;
 

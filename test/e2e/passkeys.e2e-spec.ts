@@ -6,24 +6,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditService } from '../../src/audit/audit.service';
 import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
-import { Browser, NO_RATE_LIMITS, PAGE_CSP, decodeJwt, login, openIdTokens, parseForms, signedIn } from '../support/oauth';
+import {
+  Browser,
+  NO_RATE_LIMITS,
+  decodeJwt,
+  login,
+  openIdTokens,
+  parseForms,
+  signedIn,
+  expectPage,
+  formOf,
+  auditEventsOf,
+} from '../support/oauth';
 import { type CredentialJson, SoftAuthenticator } from '../support/passkey-authenticator.mjs';
 import { type TestApp, bearer, createTwoInstances } from '../support/test-app';
 
 const PAGE = '/account/security';
-
-function expectPage(res: Response, status: number): void {
-  expect(res.status, res.text.slice(0, 600)).toBe(status);
-  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-  expect(res.headers['content-security-policy']).toBe(PAGE_CSP);
-}
-
-/** The form of `page` that posts to `action`: its hidden fields. */
-function formOf(page: Response, action: string): Record<string, string> {
-  const form = parseForms(page.text).find((f) => f.action === action);
-  if (!form) throw new Error(`no form posting to ${action} in:\n${page.text.slice(0, 800)}`);
-  return form.hidden;
-}
 
 describe('passkeys (WebAuthn): register on the account page, sign in with one alone or after the password', () => {
   let a: TestApp;
@@ -37,8 +35,7 @@ describe('passkeys (WebAuthn): register on the account page, sign in with one al
   });
   afterAll(() => close());
 
-  const events = async (type: string, userId: string) =>
-    (await a.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(a, type, userId);
 
   /** A signed-in person who added a passkey on the account page (through instance `t`). */
   async function registered(t: TestApp = a, overrides: Parameters<TestApp['createUser']>[0] = {}, name = 'Work laptop') {

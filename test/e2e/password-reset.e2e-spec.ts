@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditService } from '../../src/audit/audit.service';
-import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { SetPasswordDto } from '../../src/users/dto/set-password.dto';
 import { UsersService } from '../../src/users/users.service';
-import { Browser, NO_RATE_LIMITS, expectOAuthError, issueTokens, login, resourceStatus, token } from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, expectOAuthError, issueTokens, login, resourceStatus, token, auditEventsOf } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 /**
@@ -18,8 +16,7 @@ describe("an operator's password reset", () => {
   });
   afterAll(() => t.close());
 
-  const events = async (type: string, userId: string) =>
-    (await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(t, type, userId);
 
   it("ends the person's sessions and grants (refresh tokens and access tokens refused), and no one else's", async () => {
     const person = await t.createUser();

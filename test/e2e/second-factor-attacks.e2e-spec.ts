@@ -3,9 +3,7 @@ import { Secret, TOTP } from 'otpauth';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditService } from '../../src/audit/audit.service';
-import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
-import { Browser, NO_RATE_LIMITS, PAGE_CSP, login, parseForm, signedIn } from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, login, parseForm, signedIn, expectPage, auditEventsOf } from '../support/oauth';
 import { type TestApp, createTestApp, createTestDatabase } from '../support/test-app';
 
 const PAGE = '/account/security';
@@ -32,13 +30,6 @@ function wrongCodes(secret: string, n: number): string[] {
   return codes;
 }
 
-function expectPage(res: Response, status: number): void {
-  expect(res.status, res.text.slice(0, 400)).toBe(status);
-  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-  expect(res.headers['content-security-policy']).toBe(PAGE_CSP);
-  expect(res.headers['cache-control']).toBe('no-store');
-}
-
 const keyOf = (page: Response) => /Key: <code>([A-Z2-7]+)<\/code>/.exec(page.text)![1];
 const recoveryCodesOf = (page: Response) => [...page.text.matchAll(RECOVERY_CODE)].map((m) => m[1]);
 
@@ -59,8 +50,7 @@ describe('second factor: what an attacker who has the password tries', () => {
     await db.drop();
   });
 
-  const events = async (type: string, userId: string) =>
-    (await a.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(a, type, userId);
 
   /** A person who set up an authenticator on the account page: its key and their recovery codes. */
   async function enrolled() {

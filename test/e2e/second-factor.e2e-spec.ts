@@ -3,12 +3,9 @@ import { Secret, TOTP } from 'otpauth';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditService } from '../../src/audit/audit.service';
-import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import {
   Browser,
   NO_RATE_LIMITS,
-  PAGE_CSP,
   authorizeCode,
   decodeJwt,
   login,
@@ -17,6 +14,8 @@ import {
   registerClient,
   signedIn,
   token,
+  expectPage,
+  auditEventsOf,
 } from '../support/oauth';
 import { type TestApp, createTestApp, createTwoInstances } from '../support/test-app';
 
@@ -38,13 +37,6 @@ function wrongCode(secret: string): string {
   }
 }
 
-function expectPage(res: Response, status: number): void {
-  expect(res.status, res.text.slice(0, 400)).toBe(status);
-  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-  expect(res.headers['content-security-policy']).toBe(PAGE_CSP);
-  expect(res.headers['cache-control']).toBe('no-store');
-}
-
 describe('second factor: an authenticator app (TOTP) and recovery codes', () => {
   let a: TestApp;
   let b: TestApp;
@@ -55,8 +47,7 @@ describe('second factor: an authenticator app (TOTP) and recovery codes', () => 
   });
   afterAll(() => close());
 
-  const events = async (type: string, userId: string) =>
-    (await a.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(a, type, userId);
 
   /** A signed-in person who set up an authenticator on the page: its key and their recovery codes. */
   async function enrolled(t: TestApp = a) {

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditService } from '../../src/audit/audit.service';
-import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { profileOf, uniqueEmail } from '../support/factories';
@@ -15,6 +13,7 @@ import {
   login,
   resourceStatus,
   token,
+  auditEventsOf,
 } from '../support/oauth';
 import { expectProblem } from '../support/problem';
 import { ALL_SCOPES, TEST_PASSWORD, type TestApp, bearer, createTestApp } from '../support/test-app';
@@ -36,8 +35,7 @@ describe('credential changes through PUT /users/{id}', () => {
   });
   afterAll(() => t.close());
 
-  const events = async (type: string, userId: string) =>
-    (await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 }))).data;
+  const events = (type: string, userId: string) => auditEventsOf(t, type, userId);
 
   /** A token of a two-factor sign-in (acr aal2), as the authorization server issues after password and code. */
   const strongToken = (sub: string) =>

@@ -1,4 +1,4 @@
-import { type KeyObject, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
+import { type KeyObject, createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 
 /**
  * An RSA public JWK of `bits` bits that no one holds the private key of: random odd modulus with its top bit set,
@@ -35,4 +35,11 @@ export function handProof(
   const input = `${b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk, ...header })}.${b64({ jti: randomUUID(), iat: Math.floor(Date.now() / 1000), ...claims })}`;
   const real = sign('sha256', Buffer.from(input), { key: key.privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
   return `${input}.${signature ?? real}`;
+}
+
+/** The RFC 7638 thumbprint of a P-256 public JWK (`cnf.jkt` of a token bound to it). */
+export function thumbprint(jwk: Record<string, unknown>): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }))
+    .digest('base64url');
 }

@@ -6,6 +6,8 @@ import { expect } from 'vitest';
 import { ClientsService } from '../../src/oauth/clients/clients.service';
 import { type ClientView, type CreateClientInput } from '../../src/oauth/clients/client-metadata';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
+import { AuditService } from '../../src/audit/audit.service';
+import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto';
 import { ALL_SCOPES, TEST_PASSWORD, type TestApp } from './test-app';
 
 export const REDIRECT_URI = 'https://client.example/cb';
@@ -403,4 +405,25 @@ export async function signWithForeignKey(claims: JWTPayload, kid: string): Promi
  */
 export function bearerChallenge(t: TestApp, params: string): string {
   return `Bearer ${params}, resource_metadata="${t.config.issuer}/.well-known/oauth-protected-resource"`;
+}
+
+/** A page of the authorization server: `status`, HTML, the pages' CSP, never cached. */
+export function expectPage(res: Response, status: number): void {
+  expect(res.status, res.text.slice(0, 600)).toBe(status);
+  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+  expect(res.headers['content-security-policy']).toBe(PAGE_CSP);
+  expect(res.headers['cache-control']).toBe('no-store');
+}
+
+/** The hidden fields of the form of `page` that posts to `action`. */
+export function formOf(page: Response, action: string): Record<string, string> {
+  const form = parseForms(page.text).find((f) => f.action === action);
+  if (!form) throw new Error(`no form posting to ${action} in:\n${page.text.slice(0, 800)}`);
+  return form.hidden;
+}
+
+/** The audit events of `type` about `userId`, newest first (at most 100). */
+export async function auditEventsOf(t: TestApp, type: string, userId: string) {
+  return (await t.app.get(AuditService).list(Object.assign(new AuditEventsQueryDto(), { type, user_id: userId, limit: 100, offset: 0 })))
+    .data;
 }
