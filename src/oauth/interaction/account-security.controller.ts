@@ -8,12 +8,12 @@ import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { NoQueryParams } from '../../common/validation';
 import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
-import { CHALLENGE_TTL_SECONDS, PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
+import { PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
 import { problem, sendProblem } from '../../common/problem';
 import { CONTROL_CHARACTER } from '../../common/text';
-import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
-import { WEBAUTHN_CHALLENGE_COOKIE } from './sign-in-steps';
+import { clearCookie, readCookie, sessionCookie } from './cookies';
+import { WEBAUTHN_CHALLENGE_COOKIE, sendPasskeyOptions } from './sign-in-steps';
 import { UsersService } from '../../users/users.service';
 import { type AccountSecurityPageView, OAuthPages, sendHtml, sendRedirect } from './pages';
 import { type CurrentSession, SessionsService } from './sessions.service';
@@ -157,10 +157,7 @@ export class AccountSecurityController {
       return;
     }
     const label = (await this.users.emailOf(session.userId)) ?? session.userId;
-    const { options, secret } = await this.passkeys.registrationOptions(session.userId, label);
-    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, CHALLENGE_TTL_SECONDS);
-    res.setHeader('Cache-Control', 'no-store');
-    res.status(200).json(options);
+    sendPasskeyOptions(res, await this.passkeys.registrationOptions(session.userId, label));
   }
 
   @Post('passkeys')

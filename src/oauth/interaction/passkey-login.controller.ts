@@ -8,13 +8,13 @@ import { Public } from '../../auth/auth.decorators';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { AppConfig } from '../../config/app-config';
 import { MetricsService } from '../../metrics/metrics.service';
-import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
+import { clearCookie, readCookie, sessionCookie } from './cookies';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { SessionsService } from './sessions.service';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { combinedAmr } from '../../mfa/authentication-methods';
-import { CHALLENGE_TTL_SECONDS, type PasskeySignIn, PasskeysService } from '../../mfa/passkeys.service';
+import { type PasskeySignIn, PasskeysService } from '../../mfa/passkeys.service';
 import { ApiBody, ApiOkResponse } from '@nestjs/swagger';
 import { problem, sendProblem } from '../../common/problem';
 
@@ -22,6 +22,7 @@ import {
   SignInSteps,
   LOGIN_CHALLENGE_COOKIE,
   WEBAUTHN_CHALLENGE_COOKIE,
+  sendPasskeyOptions,
   PASSKEY_REFUSED,
   doubleSubmitted,
   parsedAnswer,
@@ -83,10 +84,7 @@ export class PasskeyLoginController {
       sendProblem(res, problem(400, 'step must be sign-in, second-factor or reauth.', req.path));
       return;
     }
-    const { options, secret } = await this.passkeys.authenticationOptions(userId);
-    setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, secret, CHALLENGE_TTL_SECONDS);
-    res.setHeader('Cache-Control', 'no-store');
-    res.status(200).json(options);
+    sendPasskeyOptions(res, await this.passkeys.authenticationOptions(userId));
   }
 
   @Post('login/passkey')

@@ -8,6 +8,7 @@ import { OAuthPages, sendHtml } from './pages';
 import { randomSecret, safeEqual } from '../../common/crypto/secrets';
 import { type AuthenticationMethods, SessionsService } from './sessions.service';
 import type { LoginChallengeRow } from '../../mfa/second-factors.repository';
+import { CHALLENGE_TTL_SECONDS } from '../../mfa/passkeys.service';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 
 export const LOGIN_CSRF_COOKIE = 'login_csrf';
@@ -138,4 +139,11 @@ export function parsedAnswer(field: unknown): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** WebAuthn options for the page's script, their challenge bound to this browser by its cookie (five minutes). */
+export function sendPasskeyOptions(res: Response, issued: { options: unknown; secret: string }): void {
+  setCookie(res, WEBAUTHN_CHALLENGE_COOKIE, issued.secret, CHALLENGE_TTL_SECONDS);
+  res.setHeader('Cache-Control', 'no-store');
+  res.status(200).json(issued.options);
 }
