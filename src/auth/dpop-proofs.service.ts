@@ -103,7 +103,8 @@ export class DpopProofs {
   /** The thumbprint of the proof's key once the proof's signature verifies with it; only then is the key kept. */
   private async verifiedKey(proof: string, { alg, jwk }: ProofShape): Promise<string> {
     const id = `${alg}.${JSON.stringify([jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e])}`;
-    const entry = this.keys.get(id) ?? (await this.imported(jwk, alg));
+    const cached = this.keys.get(id);
+    const entry = cached ?? (await this.imported(jwk, alg));
     try {
       // jsonwebtoken, which JwtService.verify calls, takes a KeyObject (its options' type says string or Buffer).
       // The times were checked with the proof's shape, with this server's skew.
@@ -122,7 +123,7 @@ export class DpopProofs {
       // Whatever the library says of a forged proof (a bad signature, a malformed one), it is the sender's fault.
       throw new DpopProofError("The DPoP proof's signature does not verify with its jwk.");
     }
-    this.keys.set(id, entry);
+    if (!cached) this.keys.set(id, entry);
     return entry.jkt;
   }
 
