@@ -691,10 +691,10 @@ ${
   });
 
   describe('GET /${n.plural}', () => {
-    it('answers 401 with the bearer challenge without a token', async () => {
+    it('answers 401 with the bearer challenge, naming the scope the route needs, without a token', async () => {
       const res = await t.http().get('/${n.plural}');
       expectProblem(res, 401, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'realm="api"'));
+      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, \`realm="api", scope="\${${n.Plural}Scope.read}"\`));
     });
 
     it('answers 403 insufficient_scope to a token without ${n.plural}:read', async () => {

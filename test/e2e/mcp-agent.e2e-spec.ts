@@ -257,8 +257,18 @@ describe('an MCP agent with a Client ID Metadata Document, and token exchange fo
     const asked = url.searchParams.get('scope')!.split(' ');
     expect(asked).toEqual(expect.arrayContaining(['audit:read', 'clients:admin', 'orders:read']));
 
-    // The consent page lists what will be granted: the scopes a metadata-document client and this person may have.
-    const granted = ['users:read', 'users:write', 'openid', 'profile', 'email', 'orders:read', 'orders:write'];
+    // The consent page lists what will be granted: the scopes a metadata-document client and this person may have
+    // (a team's modules add theirs), never the administrators' ones it asked for too.
+    const page = await browser.get(url.pathname + url.search);
+    const granted = [...(/<ul class="scopes">([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g)].map(
+      (m) => m[1],
+    );
+    expect(granted).toEqual(
+      expect.arrayContaining(['users:read', 'users:write', 'openid', 'profile', 'email', 'orders:read', 'orders:write']),
+    );
+    expect(granted).not.toContain('audit:read');
+    expect(granted).not.toContain('clients:admin');
+    expect(granted.every((scope) => asked.includes(scope))).toBe(true);
     const code = await consentFor(origin, browser, url, granted);
     expect(await auth(agent, { serverUrl: api, resourceMetadataUrl: challenge.resourceMetadataUrl, authorizationCode: code })).toBe(
       'AUTHORIZED',
