@@ -1,6 +1,7 @@
 import { type PushedRequest, PushedRequestsService } from '../../par/pushed-requests.service';
 import { OAuthConfig } from '../../oauth.config';
 import { type Acr, requestedAcr, strongerAcr } from '../../../auth/acr';
+import { isScope } from '../../../auth/scopes';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { ClientsService } from '../../clients/clients.service';
@@ -215,8 +216,10 @@ export class AuthorizationRequestValidator {
       .join(' ');
     if (params.scope !== undefined && params.scope.trim() !== '') {
       // RFC 6749 3.3: the request is narrowed to what the client may have (an agent asks for every scope the
-      // metadata lists); only a request with nothing left is refused.
+      // metadata lists); only a request with nothing left is refused, and one naming a scope nobody defined.
       const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
+      const unknown = requested.filter((s) => !isScope(s));
+      if (unknown.length) return fail('invalid_scope', `Unknown scope: ${unknown.join(' ')}`);
       const kept = requested.filter((s) => allowed.has(s));
       if (kept.length === 0) return fail('invalid_scope', `Scope not allowed for this client: ${requested.join(' ')}`);
       scope = kept.join(' ');
