@@ -82,7 +82,7 @@ describe('redirects an attacker controls', () => {
       const { challenge } = pkcePair();
       const pkce = { code_challenge: challenge, code_challenge_method: 'S256' };
       for (const [params, error, description] of [
-        [{ scope: 'no-such-scope', ...pkce }, 'invalid_scope', 'Scope not allowed for this client: no-such-scope'],
+        [{ scope: 'no-such-scope', ...pkce }, 'invalid_scope', 'Unknown scope: no-such-scope'],
         [{ scope: 'users:read' }, 'invalid_request', 'PKCE (code_challenge with S256) is required for public clients.'],
         [{ scope: 'users:read', prompt: 'none', ...pkce }, 'login_required', 'The user is not signed in, or not recently enough.'],
       ] as const) {
