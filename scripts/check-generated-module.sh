@@ -13,6 +13,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NAME=stock-items
 # A second module, whose records belong to the people who create them (--owned).
 OWNED=widgets
+# The README's example name, which a newcomer generates first: every suite stays green with it too.
+README_NAME=products
 
 prepare() {
   local repo="$1/repo"
@@ -21,6 +23,7 @@ prepare() {
   ln -s "$ROOT/node_modules" node_modules
   node scripts/generate-module.mjs "$NAME" || { echo "generator failed"; return 1; }
   node scripts/generate-module.mjs "$OWNED" --owned || { echo "generator failed (--owned)"; return 1; }
+  node scripts/generate-module.mjs "$README_NAME" || { echo "generator failed ($README_NAME)"; return 1; }
   local changed
   changed="$(git status --porcelain --untracked-files=no | awk '{print $2}')"
   if [ "$changed" != "src/features.ts" ]; then
@@ -28,7 +31,7 @@ prepare() {
     return 1
   fi
   echo "existing files the generator touched: $changed"
-  local files=("src/$NAME" "test/e2e/$NAME.e2e-spec.ts" "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" src/features.ts)
+  local files=("src/$NAME" "test/e2e/$NAME.e2e-spec.ts" "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" "src/$README_NAME" "test/e2e/$README_NAME.e2e-spec.ts" src/features.ts)
   npx tsc -p tsconfig.json --noEmit || { echo "generated module does not type-check"; return 1; }
   npx eslint "${files[@]}" || { echo "generated module fails lint"; return 1; }
   npx prettier --check "${files[@]}" || { echo "generated module is not formatted"; return 1; }
@@ -60,7 +63,7 @@ misdeclared() {
   refuses_to_start "$work" "POST /$OWNED (WidgetsController.create) lets any person write without acting on their own records only" || return 1
   # Left out of src/features.ts (the edited controller goes with it), its sibling's migrations still run.
   git checkout -q src/features.ts
-  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" dist
+  rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" "src/$README_NAME" "test/e2e/$README_NAME.e2e-spec.ts" dist
   npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; return 1; }
   refuses_to_start "$work" "failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
 }

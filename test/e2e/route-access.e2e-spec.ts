@@ -27,7 +27,7 @@ class EmptyScopesController {
 @Controller('team-unknown-scope')
 class UnknownScopeController {
   @Get()
-  @loose({ scopes: ['products:read'], people: 'any' })
+  @loose({ scopes: ['no-module-defines-this:read'], people: 'any' })
   typo(): string {
     return 'nobody';
   }
@@ -89,7 +89,7 @@ const cases = [
     problem: 'declares neither @Public() nor @Access({ scopes, people })',
   },
   { controller: EmptyScopesController, handler: 'EmptyScopesController.halfDeleted', problem: '@Access() needs scopes' },
-  { controller: UnknownScopeController, handler: 'UnknownScopeController.typo', problem: 'unknown scopes: products:read' },
+  { controller: UnknownScopeController, handler: 'UnknownScopeController.typo', problem: 'unknown scopes: no-module-defines-this:read' },
   { controller: EmptyRolesController, handler: 'EmptyRolesController.noRole', problem: '@Access() needs people' },
   { controller: NoPeopleController, handler: 'GET /team-no-people (NoPeopleController.forgotten)', problem: '@Access() needs people' },
   { controller: RoleForgottenController, handler: 'POST /widgets (RoleForgottenController.create)', problem: '@Access() needs people' },
