@@ -1,3 +1,4 @@
+import './node-version';
 import './compile-cache';
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';

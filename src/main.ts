@@ -1,4 +1,6 @@
-// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http and pg before anything loads them.
+// First: a Node.js too old for the native modules stops here, in one line.
+import './node-version';
+// Then: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing hooks http and pg before anything loads them.
 import './telemetry/start';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
