@@ -5,8 +5,8 @@ import { defineConfig } from 'vitest/config';
 /** The V8 flags `npm start` gives the server (package.json `config.nodeFlags`): the tests run as it runs. */
 const { nodeFlags } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).config as { nodeFlags: string };
 
-/** Suites that time the service's event loop: they run after the others, with the machine to themselves. */
-const TIMED = ['test/e2e/revoked-list-scale.e2e-spec.ts'];
+/** Suites that load the machine most (a million rows read): they run after the others, with the machine to themselves. */
+const HEAVY = ['test/e2e/revoked-list-scale.e2e-spec.ts'];
 /** Suites that read what the whole process registered (every `Statement` made): a module graph of their own. */
 const OWN_GRAPH = ['test/e2e/statement-count.e2e-spec.ts'];
 
@@ -25,10 +25,10 @@ export default defineConfig({
         extends: true,
         // One module graph per worker for all its files instead of one per file: loading Nest, TypeORM and the
         // application was most of the suite's time (isolation per file: 218 s; shared: 130 s).
-        test: { name: 'suites', include: ['src/**/*.spec.ts', 'test/**/*.e2e-spec.ts'], exclude: [...TIMED, ...OWN_GRAPH], isolate: false },
+        test: { name: 'suites', include: ['src/**/*.spec.ts', 'test/**/*.e2e-spec.ts'], exclude: [...HEAVY, ...OWN_GRAPH], isolate: false },
       },
       { extends: true, test: { name: 'own-graph', include: OWN_GRAPH } },
-      { extends: true, test: { name: 'timed', include: TIMED, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'heavy', include: HEAVY, sequence: { groupOrder: 1 } } },
     ],
   },
   // swc keeps the decorator metadata that Nest's dependency injection reads.

@@ -13,7 +13,6 @@ import {
   token,
 } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
-import { serverPort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
 /**
@@ -27,9 +26,7 @@ describe('an answer lost after the commit', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pg = new ThrowawayPostgres(await serverPort());
-    pg.init();
-    pg.start();
+    pg = await ThrowawayPostgres.launch();
     proxy = new CuttingProxy(pg.port);
     await proxy.listen();
     const url = `postgres://postgres@127.0.0.1:${proxy.port}/postgres`;

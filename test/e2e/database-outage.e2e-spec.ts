@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderBody } from '../support/factories';
-import { serverPort } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -10,9 +9,7 @@ describe('a PostgreSQL outage', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pg = new ThrowawayPostgres(await serverPort());
-    pg.init();
-    pg.start();
+    pg = await ThrowawayPostgres.launch();
     t = await createTestApp({}, { url: pg.url, drop: async () => undefined });
   }, 120_000);
   afterAll(async () => {

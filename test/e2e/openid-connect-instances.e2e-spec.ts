@@ -1,9 +1,11 @@
+import type { AddressInfo } from 'node:net';
 import { type IncomingMessage, type Server, type ServerResponse, createServer, request as httpRequest } from 'node:http';
 import * as client from 'openid-client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';
-import { Browser, NO_RATE_LIMITS, freePort, login, registerClient } from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, login, registerClient } from '../support/oauth';
+import { listenOnFreePort } from '../support/service-process';
 import { authorizationRequest, relyingPartyOf } from '../support/openid';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 
@@ -12,10 +14,11 @@ const LOGOUT_URI = 'https://client.example/signed-out';
 /**
  * A load balancer in front of the instances: each request goes to the next instance in turn (strict round robin,
  * so consecutive steps of a flow land on different instances), and it counts which instance served which path.
+ * It listens first (its origin is the issuer); the instances' ports go into `ports` once they listen.
  */
-async function roundRobin(port: number, ports: number[]): Promise<{ server: Server; served: string[][] }> {
+async function roundRobin(ports: number[]): Promise<{ server: Server; served: string[][]; port: number }> {
   let next = 0;
-  const served: string[][] = ports.map(() => []);
+  const served: string[][] = [[], []];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const index = next;
     next = (next + 1) % ports.length;
@@ -30,8 +33,7 @@ async function roundRobin(port: number, ports: number[]): Promise<{ server: Serv
     upstream.on('error', () => res.writeHead(502).end());
     req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { server, served };
+  return { server, served, port: await listenOnFreePort(server) };
 }
 
 /**
@@ -48,16 +50,17 @@ describe('OpenID Connect across two instances behind a round-robin balancer (ope
   let issuer: URL;
 
   beforeAll(async () => {
-    const ports = [await freePort(), await freePort()];
     // The issuer is the balancer's origin: known before the instances start, as a deployment's public URL is.
-    const balancerPort = await freePort();
-    const origin = `http://127.0.0.1:${balancerPort}`;
+    const ports: number[] = [];
+    balancer = await roundRobin(ports);
+    const origin = `http://127.0.0.1:${balancer.port}`;
     db = await createTestDatabase();
     a = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: origin }, db);
     b = await createTestApp({ ...NO_RATE_LIMITS, ISSUER: origin }, db);
-    await a.app.listen(ports[0], '127.0.0.1');
-    await b.app.listen(ports[1], '127.0.0.1');
-    balancer = await roundRobin(balancerPort, ports);
+    for (const { app } of [a, b]) {
+      await app.listen(0, '127.0.0.1');
+      ports.push((app.getHttpServer().address() as AddressInfo).port);
+    }
     issuer = new URL(origin);
   });
 

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Driver, type Demo, type Failure, Unexpected, demoFrom } from '../support/live-service';
-import { type RunningService, buildOnce, serverPort, startService } from '../support/service-process';
+import { type RunningService, buildOnce, startService } from '../support/service-process';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
 /**
@@ -17,9 +17,7 @@ describe('a PostgreSQL restart under load', () => {
 
   beforeAll(async () => {
     buildOnce();
-    pg = new ThrowawayPostgres(await serverPort());
-    pg.init();
-    pg.start();
+    pg = await ThrowawayPostgres.launch();
     service = await startService({ DATABASE_URL: pg.url, RATE_LIMIT_LOGIN: '100000', RATE_LIMIT_TOKEN: '100000', LOG_LEVEL: 'warn' });
     demo = demoFrom(service.output());
   }, 120_000);

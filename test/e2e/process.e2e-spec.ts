@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
 import { codeFlow, demoFrom } from '../support/live-service';
-import { CLI, ROOT, type RunningService, buildOnce, runToExit, serverPort, startService, tempSqliteUrl } from '../support/service-process';
+import { CLI, ROOT, type RunningService, buildOnce, runToExit, startService, tempSqliteUrl } from '../support/service-process';
 import { ALL_SCOPES } from '../support/test-app';
 
 /** The built service as an operator runs it: logs, shutdown, configuration errors and the CLI. */
@@ -149,8 +149,8 @@ describe('the built service', () => {
 
   it('opens its port, then shows the demo block and ends its start with one ready line naming the issuer (from PORT when ISSUER is unset)', async () => {
     const db = tempSqliteUrl();
-    const port = await serverPort();
-    const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ISSUER: '' }, port);
+    const svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ISSUER: '' });
+    const port = new URL(svc.baseUrl).port;
     try {
       const issuer = `http://localhost:${port}`;
       const lines = svc.output().trimEnd().split('\n');

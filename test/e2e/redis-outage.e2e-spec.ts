@@ -1,29 +1,26 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../support/service-process';
+import { onServerPort } from '../support/service-process';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 const LOGIN_LIMIT = 3;
 
-/** A Redis server of this suite's own, so that it can be paused and killed. */
-async function startRedis(port: number): Promise<ChildProcess> {
+/** A Redis server of this suite's own, so that it can be paused and killed; ready once it says so itself. */
+async function startRedis(port: number): Promise<{ server: ChildProcess; port: number }> {
   const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      return server;
-    } catch (error) {
-      if (attempt > 50 || server.exitCode !== null) throw new Error(`redis-server did not start: ${String(error)}`);
-      await new Promise((r) => setTimeout(r, 100));
+  let out = '';
+  server.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  server.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  for (let attempt = 0; !out.includes('Ready to accept connections'); attempt++) {
+    if (attempt > 100 || server.exitCode !== null) {
+      server.kill('SIGKILL');
+      throw new Error(`redis-server did not start on port ${port}:\n${out}`);
     }
+    await new Promise((r) => setTimeout(r, 100));
   }
+  return { server, port };
 }
 
 describe('rate limits when Redis hangs or dies (REDIS_URL)', () => {
@@ -31,9 +28,9 @@ describe('rate limits when Redis hangs or dies (REDIS_URL)', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    const port = await freePort();
-    redis = await startRedis(port);
-    t = await createTestApp({ REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_LOGIN: String(LOGIN_LIMIT) });
+    const started = await onServerPort(startRedis);
+    redis = started.server;
+    t = await createTestApp({ REDIS_URL: `redis://127.0.0.1:${started.port}`, RATE_LIMIT_LOGIN: String(LOGIN_LIMIT) });
   });
   afterAll(async () => {
     redis.kill('SIGCONT');

@@ -1,7 +1,6 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverPort } from '../support/service-process';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
@@ -22,9 +21,7 @@ describe('the start-up lock held longer than DATABASE_QUERY_TIMEOUT', () => {
       db = await createTestDatabase();
       return;
     }
-    throwaway = new ThrowawayPostgres(await serverPort());
-    throwaway.init();
-    throwaway.start();
+    throwaway = await ThrowawayPostgres.launch();
     db = { url: throwaway.url, drop: async () => undefined };
   });
   afterAll(async () => {

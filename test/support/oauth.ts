@@ -333,8 +333,6 @@ export async function resourceStatus(t: TestApp, accessToken: string): Promise<n
   return (await t.http().get('/api/resource').set('Authorization', `Bearer ${accessToken}`)).status;
 }
 
-export { freePort } from './service-process';
-
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Base64url of a string, a buffer or an object's JSON: the parts of a hand-built JWS. */

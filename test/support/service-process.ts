@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { type AddressInfo, type Server, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -73,21 +73,25 @@ export function buildOnce(): void {
   }
 }
 
-export function freePort(): Promise<number> {
+/**
+ * Listens on a port the kernel picks (port 0) and reads it back: no other suite can be handed that port meanwhile,
+ * as it could between "find a free port" and "listen on it". A failure to listen rejects (never an unhandled error).
+ */
+export function listenOnFreePort(server: Server): Promise<number> {
   return new Promise((resolvePort, reject) => {
-    const server = createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
+      server.off('error', reject);
+      resolvePort((server.address() as AddressInfo).port);
     });
   });
 }
 
 /**
- * A free port for a server a test starts in another process (the service, a PostgreSQL cluster), which listens
- * only a second or more later: taken outside the kernel's ephemeral range (32768-60999 here), where {@link freePort}
- * and every outgoing connection take theirs, so that no other test's port can land on it meanwhile.
+ * A free port for a server a test starts in another process (the service, a PostgreSQL cluster, Redis), which
+ * listens only a second or more later: drawn outside the kernel's ephemeral range (32768-60999 here), where port 0
+ * and every outgoing connection take theirs. Two suites may still draw the same one: start through
+ * {@link onServerPort}, which draws again when the start says its port was taken.
  */
 export async function serverPort(): Promise<number> {
   for (;;) {
@@ -98,6 +102,23 @@ export async function serverPort(): Promise<number> {
       server.listen(port, '127.0.0.1', () => server.close(() => resolvePort(true)));
     });
     if (free) return port;
+  }
+}
+
+/** What a server's start says when its port was taken. */
+const PORT_TAKEN = /EADDRINUSE|address already in use/i;
+
+/**
+ * Runs `start` on a port from {@link serverPort}; when it fails because that port was taken meanwhile (its error
+ * says so), on another one. Any other failure, or a fifth taken port, fails at once.
+ */
+export async function onServerPort<T>(start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(await serverPort());
+    } catch (error) {
+      if (attempt >= 5 || !PORT_TAKEN.test(String(error))) throw error;
+    }
   }
 }
 
@@ -123,7 +144,10 @@ export interface RunningService {
  * (the same issuer as an earlier run: its tokens stay valid), else on a free one.
  */
 export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
-  port ??= await serverPort();
+  return port === undefined ? onServerPort((drawn) => startOn(env, drawn)) : startOn(env, port);
+}
+
+async function startOn(env: Record<string, string>, port: number): Promise<RunningService> {
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
     cwd: ROOT,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModuleMetadata } from '@nestjs/common';
@@ -18,7 +19,7 @@ import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
 import { UsersService } from '../../src/users/users.service';
 import { DocumentedStatuses } from './documented-statuses';
-import { freePort } from './service-process';
+import { listenOnFreePort } from './service-process';
 
 /** Every scope the application's modules define (read from the registry, never spelled out here). */
 export const ALL_SCOPES: Scope[] = allScopes();
@@ -148,11 +149,33 @@ export async function createListeningTestApp(
   hostname = '127.0.0.1',
   existingDb?: TestDatabase,
 ): Promise<TestApp & { origin: string }> {
-  const port = await freePort();
+  // The port comes first (the issuer names it): a server listening on port 0 hands each connection it accepts to
+  // the app's HTTP server (Node's documented way to inject connections), so no other suite can take the port.
+  const listener = createServer();
+  const port = await listenOnFreePort(listener);
   const origin = `http://${hostname}:${port}`;
-  const t = await createTestApp({ ...env, ISSUER: origin }, existingDb);
-  await t.app.listen(port, '127.0.0.1');
-  return Object.assign(t, { origin });
+  const t = await createTestApp({ ...env, ISSUER: origin }, existingDb).catch((error: unknown) => {
+    listener.close();
+    throw error;
+  });
+  // The app's server listens too (on a port nobody is told): supertest (`t.http()`) would otherwise listen and close
+  // it around each request, and the close would end the idle keep-alive connections injected here.
+  await t.app.listen(0, '127.0.0.1');
+  const sockets = new Set<Socket>();
+  listener.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    t.app.getHttpServer().emit('connection', socket);
+  });
+  const closeApp = t.close;
+  return Object.assign(t, {
+    origin,
+    async close() {
+      listener.close();
+      for (const socket of sockets) socket.destroy();
+      await closeApp();
+    },
+  });
 }
 
 /** Two instances of the app sharing one fresh database — all that instances share — and their clean-up. */

@@ -1,14 +1,30 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onServerPort } from './service-process';
 
 /** A PostgreSQL cluster of the test's own, in a temp folder, that the test may stop and start at will. */
 export class ThrowawayPostgres {
   readonly dir: string;
   private readonly bin: string;
 
-  constructor(readonly port: number) {
+  /** A new cluster, initialised and started on a port of its own (another one when the first drawn was taken). */
+  static launch(): Promise<ThrowawayPostgres> {
+    return onServerPort(async (port) => {
+      const pg = new ThrowawayPostgres(port);
+      pg.init();
+      try {
+        pg.start();
+      } catch (error) {
+        pg.destroy();
+        throw error;
+      }
+      return pg;
+    });
+  }
+
+  private constructor(readonly port: number) {
     const version = readdirSync('/usr/lib/postgresql').sort().pop();
     this.bin = `/usr/lib/postgresql/${version}/bin`;
     this.dir = mkdtempSync(join(tmpdir(), 'pg-outage-'));
@@ -31,7 +47,17 @@ export class ThrowawayPostgres {
     this.run([`${this.bin}/initdb`, '-D', `${this.dir}/data`, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
   }
 
+  /** Starts the cluster; a failed start throws with the server's log (which names a taken port). */
   start(): void {
+    try {
+      this.startCluster();
+    } catch (error) {
+      const log = existsSync(`${this.dir}/log`) ? readFileSync(`${this.dir}/log`, 'utf8') : '';
+      throw new Error(`PostgreSQL did not start on port ${this.port}: ${String(error)}\n${log}`);
+    }
+  }
+
+  private startCluster(): void {
     this.run([
       `${this.bin}/pg_ctl`,
       '-D',
