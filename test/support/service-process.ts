@@ -141,15 +141,16 @@ export interface RunningService {
 
 /**
  * Starts the built service ({@link MAIN}) and waits for its `ready` line; stdout and stderr are captured. On `port` when given
- * (the same issuer as an earlier run: its tokens stay valid), else on a free one.
+ * (the same issuer as an earlier run: its tokens stay valid), else on a free one; with node's arguments `args` when
+ * given (another command line that starts it, such as the image's).
  */
-export async function startService(env: Record<string, string>, port?: number): Promise<RunningService> {
-  return port === undefined ? onServerPort((drawn) => startOn(env, drawn)) : startOn(env, port);
+export async function startService(env: Record<string, string>, port?: number, args = [...NODE_FLAGS, MAIN]): Promise<RunningService> {
+  return port === undefined ? onServerPort((drawn) => startOn(env, drawn, args)) : startOn(env, port, args);
 }
 
-async function startOn(env: Record<string, string>, port: number): Promise<RunningService> {
+async function startOn(env: Record<string, string>, port: number, args: string[]): Promise<RunningService> {
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'development', PORT: String(port), ISSUER: baseUrl, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -25,14 +25,16 @@ import { listenOnFreePort } from './service-process';
 export const ALL_SCOPES: Scope[] = allScopes();
 export const TEST_PASSWORD = 'correct horse battery staple';
 
-/** A database of its own for one suite: a temp SQLite file, or a fresh PostgreSQL database when TEST_DATABASE_URL is set. */
+/**
+ * A database of its own for one suite: a temp SQLite file, or a fresh PostgreSQL database through `admin` (by default
+ * TEST_DATABASE_URL) when that is set.
+ */
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const admin = process.env.TEST_DATABASE_URL;
+export async function createTestDatabase(admin = process.env.TEST_DATABASE_URL): Promise<TestDatabase> {
   if (admin) {
     const name = `t_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
     const client = new Client({ connectionString: admin });
