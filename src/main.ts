@@ -12,7 +12,8 @@ import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
 import { configureApp } from './configure-app';
 import { databaseFailure } from './database/connection-failure';
-import { type DemoData, DemoDataService } from './demo/demo-data.service';
+import { DemoDataService } from './demo/demo-data.service';
+import { demoBlock } from './demo/demo-commands';
 import { ShutdownDrain } from './health/shutdown-drain';
 import { ExpressHttpAdapter } from './common/express-adapter';
 import { KeyEncryptionError } from './keys/key-encryption';
@@ -65,25 +66,7 @@ async function bootstrap(): Promise<void> {
   const demo = await app.get(DemoDataService).seedIfEmpty();
   // The log lines written so far go out first, so that what to do next is the last thing on the screen.
   await new Promise<void>((resolve) => app.get<pino.Logger>(ROOT_LOGGER).flush(() => resolve()));
-  process.stdout.write(`${demo ? demoBlock(demo, config.issuer) : ''}ready: listening on ${config.listenUrl}, issuer ${config.issuer}\n`);
-}
-
-/** What a newcomer does next with the demo data: shown once, on the first start with an empty database (never in production). */
-function demoBlock(demo: DemoData, issuer: string): string {
-  return (
-    [
-      '',
-      'Demo data created (shown only once):',
-      `  admin login:    ${demo.adminEmail} / ${demo.adminPassword}`,
-      `  client_id:      ${demo.clientId}`,
-      `  client_secret:  ${demo.clientSecret}`,
-      `  open in a browser: ${demo.authorizationUrl}`,
-      '  then trade the code the callback page shows for tokens (within 60 s):',
-      `    curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=authorization_code -d code=CODE \\`,
-      `      -d redirect_uri=${issuer}/demo/callback ${issuer}/token`,
-      '',
-    ].join('\n') + '\n'
-  );
+  process.stdout.write(`${demo ? demoBlock(demo) : ''}ready: listening on ${config.listenUrl}, issuer ${config.issuer}\n`);
 }
 
 bootstrap().catch((error: unknown) => {

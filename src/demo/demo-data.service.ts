@@ -7,22 +7,15 @@ import { withStartupLock } from '../database/startup-lock';
 import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
 import { allScopes } from '../auth/scopes';
-import { ClientsService } from '../oauth';
-import { randomSecret } from '../common/crypto/secrets';
+import { ClientsService, OAuthConfig } from '../oauth';
+import { randomSecret, s256 } from '../common/crypto/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { PasswordHasher } from '../users/password-hasher';
 import { User } from '../users/user.entity';
 import { Order } from '../orders/order.entity';
 import { samplePeople } from './sample-people';
-
-export interface DemoData {
-  adminEmail: string;
-  adminPassword: string;
-  clientId: string;
-  clientSecret: string;
-  authorizationUrl: string;
-}
+import type { DemoData } from './demo-commands';
 
 /**
  * Outside production, on an empty database: a demo admin and a demo client, shown once, and sample people
@@ -36,6 +29,7 @@ export class DemoDataService {
     private readonly users: UsersService,
     private readonly clients: ClientsService,
     private readonly config: AppConfig,
+    private readonly oauthConfig: OAuthConfig,
     private readonly dataSource: DataSource,
     private readonly hasher: PasswordHasher,
     private readonly userRows: UsersRepository,
@@ -109,20 +103,28 @@ export class DemoDataService {
     // Not trusted, so that a newcomer's first flow shows every page, the consent page included (once: it is remembered).
     const client = await this.clients.create({ name: 'Demo Client', redirectUris: [redirectUri], trusted: false });
     await this.seedSamplePeople();
+    // A code request as a careful client makes it: PKCE (S256) and an unguessable state. The verifier is shown
+    // with the client's secret, once; the URL may be opened again for a new code while the verifier is kept.
+    const codeVerifier = randomSecret(32);
     const url = new URL(`${this.config.issuer}/authorize`);
     url.search = new URLSearchParams({
       response_type: 'code',
       client_id: client.client_id,
       redirect_uri: redirectUri,
       scope: allScopes().join(' '),
-      state: 'demo',
+      state: randomSecret(12),
+      code_challenge: s256(codeVerifier),
+      code_challenge_method: 'S256',
     }).toString();
     return {
+      issuer: this.config.issuer,
       adminEmail,
       adminPassword,
       clientId: client.client_id,
       clientSecret: client.client_secret!,
+      codeVerifier,
       authorizationUrl: url.toString(),
+      codeTtlSeconds: this.oauthConfig.authCodeTtl,
     };
   }
 }

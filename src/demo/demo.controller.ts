@@ -3,8 +3,10 @@ import type { Request, Response } from 'express';
 import { Public } from '../auth/auth.decorators';
 import { OAuthConfig, OAuthPages, escapeHtml, sendHtml } from '../oauth';
 import { AppConfig } from '../config/app-config';
+import { ApiHtml } from '../common/openapi';
+import { apiCommand, tokenCommand } from './demo-commands';
 
-/** The demo client's redirect URI: shows the code it received and how to exchange it. */
+/** The demo client's redirect URI: shows the code it received and the shell line that trades it for tokens. */
 @Public()
 @Controller('demo')
 export class DemoController {
@@ -15,6 +17,7 @@ export class DemoController {
   ) {}
 
   @Get('callback')
+  @ApiHtml(200, 'The code (or the error) the demo client received, and the curl line that trades the code for tokens')
   callback(@Req() req: Request, @Res() res: Response): void {
     const q = req.query as Record<string, unknown>;
     const text = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -31,17 +34,23 @@ export class DemoController {
       return;
     }
     const code = text(q.code);
-    const curl = `curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=${code} -d redirect_uri=${this.config.issuer}/demo/callback ${this.config.issuer}/token`;
+    const command = tokenCommand(this.config.issuer, code);
+    // The line a person pastes into a shell: shown only for a value shaped like this server's codes.
+    const run = command
+      ? `<p class="lead">Trade it for tokens within ${this.oauthConfig.authCodeTtl} seconds (it works once): run this in the shell where you set
+CLIENT_ID, CLIENT_SECRET and CODE_VERIFIER from the start's output.</p>
+<p><code id="token-command">${escapeHtml(command)}</code></p>
+<p class="lead">Then call the API: <code>${escapeHtml(apiCommand(this.config.issuer))}</code></p>`
+      : '<p class="lead">No code of this server in this request: nothing to trade for tokens.</p>';
     sendHtml(
       res,
       200,
       this.pages.document(
         'Authorization code received',
         `<div class="card"><h1>Authorization code received</h1>
-<p class="lead">Exchange it at the token endpoint within ${this.oauthConfig.authCodeTtl} seconds:</p>
 <p><code id="code">${escapeHtml(code)}</code></p>
 <p class="lead">state: <code>${escapeHtml(text(q.state))}</code> · iss: <code>${escapeHtml(text(q.iss))}</code></p>
-<p><code>${escapeHtml(curl)}</code></p></div>`,
+${run}</div>`,
       ),
     );
   }

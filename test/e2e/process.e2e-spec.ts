@@ -158,9 +158,13 @@ describe('the built service', () => {
       const block = lines.slice(lines.indexOf('Demo data created (shown only once):'), -1);
       expect(block[0]).toBe('Demo data created (shown only once):');
       const demo = demoFrom(block.join('\n'));
-      expect(block).toContain(`    curl -s -u '${demo.clientId}:${demo.clientSecret}' -d grant_type=authorization_code -d code=CODE \\`);
-      expect(block).toContain(`      -d redirect_uri=${issuer}/demo/callback ${issuer}/token`);
-      const url = new URL(block.find((l) => l.includes('open in a browser:'))!.split('open in a browser: ')[1]);
+      expect(block).toContain(
+        `     CLIENT_ID=${demo.clientId} CLIENT_SECRET=${demo.clientSecret} CODE_VERIFIER=${/CODE_VERIFIER=([\w-]{43})$/m.exec(block.join('\n'))![1]}`,
+      );
+      expect(block).toContain(
+        `     ACCESS_TOKEN=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=CODE -d code_verifier="$CODE_VERIFIER" -d redirect_uri=${issuer}/demo/callback ${issuer}/token | tee /dev/stderr | jq -r .access_token)`,
+      );
+      const url = new URL(block[block.indexOf('  2. open in a browser, sign in as the admin and allow the demo client:') + 1].trim());
       expect(url.origin).toBe(issuer);
       expect(url.searchParams.get('redirect_uri')).toBe(`${issuer}/demo/callback`);
       // Nest's route and module inventory is debug detail, not info.

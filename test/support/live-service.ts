@@ -12,8 +12,7 @@ export interface Demo {
 
 export function demoFrom(output: string): Demo {
   const password = /admin login:\s+admin@example\.com \/ (\S+)/.exec(output)?.[1];
-  const clientId = /client_id:\s+(\S+)/.exec(output)?.[1];
-  const clientSecret = /client_secret:\s+(\S+)/.exec(output)?.[1];
+  const [, clientId, clientSecret] = /CLIENT_ID=(\S+) CLIENT_SECRET=(\S+)/.exec(output) ?? [];
   if (!password || !clientId || !clientSecret) throw new Error(`no demo data in output:\n${output}`);
   return { password, clientId, clientSecret };
 }
