@@ -63,10 +63,12 @@ async function bootstrap(): Promise<void> {
     new Logger('Bootstrap').warn(`${unsealed} signing key(s) not sealed under KEY_ENCRYPTION_KEY: run keys:reencrypt`);
   }
   // Seeded once the port is open: a start that cannot listen (EADDRINUSE) has created nothing it would not show.
-  const demo = await app.get(DemoDataService).seedIfEmpty();
+  const demoData = app.get(DemoDataService);
+  const demo = await demoData.seedIfEmpty();
+  const reminder = demo ? undefined : await demoData.adminReminder();
   // The log lines written so far go out first, so that what to do next is the last thing on the screen.
   await new Promise<void>((resolve) => app.get<pino.Logger>(ROOT_LOGGER).flush(() => resolve()));
-  process.stdout.write(`${demo ? demoBlock(demo) : ''}ready: listening on ${config.listenUrl}, issuer ${config.issuer}\n`);
+  process.stdout.write(`${demo ? demoBlock(demo) : (reminder ?? '')}ready: listening on ${config.listenUrl}, issuer ${config.issuer}\n`);
 }
 
 bootstrap().catch((error: unknown) => {

@@ -17,6 +17,8 @@ import { Order } from '../orders/order.entity';
 import { samplePeople } from './sample-people';
 import type { DemoData } from './demo-commands';
 
+const DEMO_ADMIN = 'admin@example.com';
+
 /**
  * Outside production, on an empty database: a demo admin and a demo client, shown once, and sample people
  * with orders ({@link samplePeople}). The sample people share one argon2id hash of a random password nobody is
@@ -95,8 +97,17 @@ export class DemoDataService {
     });
   }
 
+  /**
+   * On a later start outside production, while the demo admin is still there: how to set its password, which was
+   * shown only once.
+   */
+  async adminReminder(): Promise<string | undefined> {
+    if (this.config.production || !(await this.users.credentials(DEMO_ADMIN))) return undefined;
+    return `demo admin: ${DEMO_ADMIN} (its password was shown once); a new one: npm run cli -- user:set-password --email ${DEMO_ADMIN} --password '<12 or more characters>'\n`;
+  }
+
   private async seed(): Promise<DemoData> {
-    const adminEmail = 'admin@example.com';
+    const adminEmail = DEMO_ADMIN;
     const adminPassword = randomSecret(12);
     await this.users.create({ email: adminEmail, password: adminPassword, name: 'Demo Admin', gender: 'other', age: 30, role: 'admin' });
     const redirectUri = `${this.config.issuer}/demo/callback`;

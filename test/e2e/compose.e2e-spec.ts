@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +7,7 @@ import { allScopes, defaultClientScope } from '../../src/auth/scopes';
 import { configVariables } from '../../src/config/env';
 import { cookiesOf, demoFrom } from '../support/live-service';
 import { type ParsedForm, parseForms } from '../support/oauth';
-import { MAIN, ROOT, type RunningService, buildOnce, runToExit, serverPort, startService } from '../support/service-process';
+import { MAIN, ROOT, type RunningService, buildOnce, runToExit, onServerPort, startService } from '../support/service-process';
 import { type TestDatabase, createTestDatabase } from '../support/test-app';
 
 /**
@@ -77,6 +78,14 @@ class Browser {
 
 const formOf = (html: string, action: string): ParsedForm => parseForms(html).find((form) => form.action === action)!;
 
+/** The demo block's admin and client, its authorization URL (the line after step 2's) and its PKCE verifier. */
+function printed(output: string): { demo: ReturnType<typeof demoFrom>; authorization: URL; verifier: string } {
+  const lines = output.split('\n');
+  const step2 = lines.findIndex((l) => l.startsWith('  2. open in a browser'));
+  const verifier = /CODE_VERIFIER=(\S+)/.exec(output)![1];
+  return { demo: demoFrom(output), authorization: new URL(lines[step2 + 1].trim()), verifier };
+}
+
 describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
   const dev = composeFile('docker-compose.dev.yml');
   const app = dev.services.app;
@@ -93,14 +102,15 @@ describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
     db = await createTestDatabase(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
     const redis = new URL(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
     redis.pathname = '/7';
-    const port = await serverPort();
-    const published = new URL(app.environment!.ISSUER);
-    published.port = String(port);
-    issuer = published.origin;
-    const host = app.ports![0].split(':')[0];
     const container = { ...image().env, ...app.environment };
-    const local = { DATABASE_URL: db.url, REDIS_URL: redis.toString(), HOST: host, PORT: String(port), ISSUER: issuer };
-    svc = await startService({ ...container, ...local }, port, imageArgs(image().cmd));
+    const host = app.ports![0].split(':')[0];
+    svc = await onServerPort((port) => {
+      const published = new URL(app.environment!.ISSUER);
+      published.port = String(port);
+      issuer = published.origin;
+      const local = { DATABASE_URL: db.url, REDIS_URL: redis.toString(), HOST: host, PORT: String(port), ISSUER: issuer };
+      return startService({ ...container, ...local }, port, imageArgs(image().cmd));
+    });
   });
   afterAll(async () => {
     if (svc && svc.child.exitCode === null) {
@@ -148,17 +158,18 @@ describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
     const lines = svc.output().trimEnd().split('\n');
     expect(lines.at(-1)).toBe(`ready: listening on http://127.0.0.1:${port}, issuer ${issuer}`);
     const block = lines.slice(lines.indexOf('Demo data created (shown only once):'), -1);
-    const demo = demoFrom(block.join('\n'));
-    expect(block).toContain(`  admin login:    admin@example.com / ${demo.password}`);
-    expect(block).toContain(`      -d redirect_uri=${issuer}/demo/callback ${issuer}/token`);
-    const authorization = new URL(/open in a browser: (\S+)/.exec(block.join('\n'))![1]);
+    const { demo, authorization, verifier } = printed(block.join('\n'));
+    expect(block).toContain(`  admin login:  admin@example.com / ${demo.password}`);
+    expect(block.join('\n')).toContain(`-d redirect_uri=${issuer}/demo/callback ${issuer}/token`);
     expect(authorization.origin + authorization.pathname).toBe(`${issuer}/authorize`);
     expect(Object.fromEntries(authorization.searchParams)).toEqual({
       response_type: 'code',
       client_id: demo.clientId,
       redirect_uri: `${issuer}/demo/callback`,
       scope: allScopes().join(' '),
-      state: 'demo',
+      state: authorization.searchParams.get('state'),
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
     });
 
     const ready = await fetch(`${issuer}/health/ready`);
@@ -167,12 +178,10 @@ describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
   });
 
   it('signs the printed admin in through the printed authorization URL, asks consent once, and trades the code at /token', async () => {
-    const output = svc.output();
-    const demo = demoFrom(output);
-    const authorizationUrl = /open in a browser: (\S+)/.exec(output)![1];
+    const { demo, authorization, verifier } = printed(svc.output());
     const browser = new Browser();
 
-    const authorize = await browser.get(authorizationUrl);
+    const authorize = await browser.get(authorization.toString());
     expect(authorize.status).toBe(302);
     const loginUrl = new URL(authorize.headers.get('location')!, issuer);
     expect(loginUrl.origin + loginUrl.pathname).toBe(`${issuer}/login`);
@@ -190,21 +199,26 @@ describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
     expect(allowed.status).toBe(303);
     const callback = new URL(allowed.headers.get('location')!);
     expect(callback.origin + callback.pathname).toBe(`${issuer}/demo/callback`);
-    expect(callback.searchParams.get('state')).toBe('demo');
+    expect(callback.searchParams.get('state')).toBe(authorization.searchParams.get('state'));
     expect(callback.searchParams.get('iss')).toBe(issuer);
     const page = await browser.get(callback.toString());
     expect(page.status).toBe(200);
     const code = /<code id="code">([^<]+)<\/code>/.exec(await page.text())![1];
     expect(code).toBe(callback.searchParams.get('code'));
 
-    // The printed curl line: the client's credentials in Basic, the code and the redirect URI.
+    // The printed curl line: the client's credentials in Basic, the code, its verifier and the redirect URI.
     const token = await fetch(`${issuer}/token`, {
       method: 'POST',
       headers: {
         authorization: `Basic ${Buffer.from(`${demo.clientId}:${demo.clientSecret}`).toString('base64')}`,
         'content-type': 'application/x-www-form-urlencoded',
       },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: `${issuer}/demo/callback` }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        code_verifier: verifier,
+        redirect_uri: `${issuer}/demo/callback`,
+      }),
     });
     expect(token.status).toBe(200);
     const tokens = (await token.json()) as Record<string, unknown>;
@@ -217,7 +231,7 @@ describe('docker-compose.dev.yml: the browser flow on a laptop', () => {
     expect(api.status).toBe(200);
 
     // Asked once: the next flow goes straight back to the demo client.
-    const again = await browser.get(authorizationUrl);
+    const again = await browser.get(authorization.toString());
     expect(again.status).toBe(302);
     expect(new URL(again.headers.get('location')!).pathname).toBe('/demo/callback');
   });

@@ -173,6 +173,31 @@ describe('the built service', () => {
         issuer: string;
       };
       expect(discovery.issuer).toBe(issuer);
+
+      // A later start on the same database shows no block: one line says how to set the demo admin's password.
+      svc.child.kill('SIGTERM');
+      await svc.exit;
+      const again = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ISSUER: '' }, Number(port));
+      const started = again.output();
+      again.child.kill('SIGTERM');
+      await again.exit;
+      const tail = started.trimEnd().split('\n').slice(-2);
+      const command = "npm run cli -- user:set-password --email admin@example.com --password '<12 or more characters>'";
+      expect(tail).toEqual([
+        `demo admin: admin@example.com (its password was shown once); a new one: ${command}`,
+        `ready: listening on http://127.0.0.1:${port}, issuer ${issuer}`,
+      ]);
+      expect(started).not.toContain('Demo data created');
+      // The command it names works (npm run cli runs the built cli.js).
+      const reset = runToExit({ DATABASE_URL: db.url }, [
+        CLI,
+        'user:set-password',
+        '--email',
+        'admin@example.com',
+        '--password',
+        'a-new-demo-password',
+      ]);
+      expect(reset.status).toBe(0);
     } finally {
       svc.child.kill('SIGTERM');
       await svc.exit;
