@@ -20,14 +20,15 @@ export interface DemoData {
 const SHELL_SAFE_CODE = /^[A-Za-z0-9_-]{1,256}$/;
 
 /**
- * The token request for `code` (with the code verifier), keeping the access token in ACCESS_TOKEN and showing the
- * whole answer on stderr, so that an error is seen; undefined for a value no code of this server has.
+ * The token request for `code` (with the code verifier): shows the whole answer, so that an error is seen, and
+ * keeps the access token in ACCESS_TOKEN; undefined for a value no code of this server has.
  */
 export function tokenCommand(issuer: string, code: string): string | undefined {
   if (!SHELL_SAFE_CODE.test(code)) return undefined;
   return (
-    `ACCESS_TOKEN=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=${code} ` +
-    `-d code_verifier="$CODE_VERIFIER" -d redirect_uri=${issuer}/demo/callback ${issuer}/token | tee /dev/stderr | jq -r .access_token)`
+    `TOKENS=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=${code} ` +
+    `-d code_verifier="$CODE_VERIFIER" -d redirect_uri=${issuer}/demo/callback ${issuer}/token); ` +
+    'echo "$TOKENS"; ACCESS_TOKEN=$(echo "$TOKENS" | jq -r .access_token)'
   );
 }
 

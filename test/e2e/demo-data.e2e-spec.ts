@@ -79,7 +79,7 @@ describe('demo data on an empty database (outside production)', () => {
     expect(res.text).toContain('<code id="code">Abc_123-xyz</code>');
     expect(res.text).toContain('within 60 seconds');
     expect(res.text).toContain(
-      `<code id="token-command">ACCESS_TOKEN=$(curl -s -u &quot;$CLIENT_ID:$CLIENT_SECRET&quot; -d grant_type=authorization_code -d code=Abc_123-xyz -d code_verifier=&quot;$CODE_VERIFIER&quot; -d redirect_uri=${issuer}/demo/callback ${issuer}/token | tee /dev/stderr | jq -r .access_token)</code>`,
+      `<code id="token-command">TOKENS=$(curl -s -u &quot;$CLIENT_ID:$CLIENT_SECRET&quot; -d grant_type=authorization_code -d code=Abc_123-xyz -d code_verifier=&quot;$CODE_VERIFIER&quot; -d redirect_uri=${issuer}/demo/callback ${issuer}/token); echo &quot;$TOKENS&quot;; ACCESS_TOKEN=$(echo &quot;$TOKENS&quot; | jq -r .access_token)</code>`,
     );
   });
 

@@ -162,7 +162,7 @@ describe('the built service', () => {
         `     CLIENT_ID=${demo.clientId} CLIENT_SECRET=${demo.clientSecret} CODE_VERIFIER=${/CODE_VERIFIER=([\w-]{43})$/m.exec(block.join('\n'))![1]}`,
       );
       expect(block).toContain(
-        `     ACCESS_TOKEN=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=CODE -d code_verifier="$CODE_VERIFIER" -d redirect_uri=${issuer}/demo/callback ${issuer}/token | tee /dev/stderr | jq -r .access_token)`,
+        `     TOKENS=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=authorization_code -d code=CODE -d code_verifier="$CODE_VERIFIER" -d redirect_uri=${issuer}/demo/callback ${issuer}/token); echo "$TOKENS"; ACCESS_TOKEN=$(echo "$TOKENS" | jq -r .access_token)`,
       );
       const url = new URL(block[block.indexOf('  2. open in a browser, sign in as the admin and allow the demo client:') + 1].trim());
       expect(url.origin).toBe(issuer);

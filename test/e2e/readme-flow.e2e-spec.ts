@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
 import { parseForms } from '../support/oauth';
 import { ALL_SCOPES } from '../support/test-app';
-import { ROOT, type RunningService, buildOnce, serverPort, startService, tempSqliteUrl } from '../support/service-process';
+import { ROOT, type RunningService, buildOnce, startService, tempSqliteUrl } from '../support/service-process';
 
 /**
  * The README's "Try the whole flow", as a newcomer follows it on a fresh clone: the built service's first start
@@ -62,37 +62,27 @@ class CookieBrowser {
   }
 }
 
-/**
- * Runs `script` with bash, its stderr a pipe, as a terminal would be where a person runs it (/dev/stderr cannot be
- * opened on the socket Node hands a child as its stderr); `dir` holds its stdout and exit status meanwhile.
- */
-function runBash(script: string, dir: string): { status: number; stdout: string; stderr: string } {
-  const sh = spawnSync('sh', ['-c', '{ bash -c "$SCRIPT" 2>&1 >"$CALLS/stdout"; echo $? >"$CALLS/status"; } | cat'], {
-    env: { PATH: process.env.PATH ?? '', CALLS: dir, SCRIPT: script },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    encoding: 'utf8',
-  });
-  return {
-    status: Number(readFileSync(join(dir, 'status'), 'utf8')),
-    stdout: readFileSync(join(dir, 'stdout'), 'utf8'),
-    stderr: sh.stdout,
-  };
+/** Runs `script` with bash, as a person pastes it into a shell. */
+function runBash(script: string): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync('bash', ['-c', script], { env: { PATH: process.env.PATH ?? '', CALLS: calls }, encoding: 'utf8' });
 }
 
 const unescapeHtml = (value: string) =>
   value.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ({ '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" })[e]!);
 
+/** Where the test's curl wrapper records each call. */
+const calls = mkdtempSync(join(tmpdir(), 'readme-flow-'));
+
 describe("the README's flow from a fresh start", () => {
   let svc: RunningService;
   let port: number;
   const db = tempSqliteUrl();
-  const calls = mkdtempSync(join(tmpdir(), 'readme-flow-'));
 
   beforeAll(async () => {
     buildOnce();
-    port = await serverPort();
     // ISSUER unset, as on a fresh clone: the issuer is http://localhost:<PORT>, the README's with another port.
-    svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', ISSUER: '' }, port);
+    svc = await startService({ DATABASE_URL: db.url, LOG_LEVEL: 'silent', ISSUER: '' });
+    port = Number(new URL(svc.baseUrl).port);
   });
   afterAll(async () => {
     svc.child.kill('SIGTERM');
@@ -158,7 +148,7 @@ describe("the README's flow from a fresh start", () => {
       forPort(apiBlock),
       'printf %s "$ACCESS_TOKEN" > "$CALLS/access_token"',
     ].join('\n');
-    const run = runBash(script, calls);
+    const run = runBash(script);
     expect(run.status, run.stderr).toBe(0);
     const call = (n: number) => {
       const headers = readFileSync(join(calls, `${n}.headers`), 'utf8');
@@ -174,10 +164,9 @@ describe("the README's flow from a fresh start", () => {
     // The demo client is given every scope bound to no role: the URL's others are left out.
     const granted = ALL_SCOPES.filter((scope) => scopeRole(scope) === undefined).join(' ');
 
-    // The token response, shown on stderr; ACCESS_TOKEN keeps its access token.
+    // The token response is shown; ACCESS_TOKEN keeps its access token.
     expect(token.status).toBe(200);
     expect(token.contentType).toBe('application/json; charset=utf-8');
-    expect(run.stderr).toBe(token.body);
     const tokens = JSON.parse(token.body) as Record<string, unknown>;
     expect(tokens).toEqual({
       access_token: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
@@ -189,8 +178,8 @@ describe("the README's flow from a fresh start", () => {
     });
     expect(readFileSync(join(calls, 'access_token'), 'utf8')).toBe(tokens.access_token);
 
-    // The API calls' answers are what the person sees, one after the other.
-    expect(run.stdout).toBe(resource.body + users.body);
+    // What the person sees: the token response, then the API calls' answers.
+    expect(run.stdout).toBe(`${token.body}\n${resource.body}${users.body}`);
     expect(resource.status).toBe(200);
     expect(resource.contentType).toBe('application/json; charset=utf-8');
     expect(JSON.parse(resource.body)).toEqual({
@@ -217,10 +206,11 @@ describe("the README's flow from a fresh start", () => {
     expect(next).not.toBe(code);
     const line = unescapeHtml(/<code id="token-command">([^<]*)<\/code>/.exec(again.html)![1]);
     expect(line).toBe(shown.replace(`code=${code}`, `code=${next}`));
-    const rerun = runBash([variables, line, 'printf %s "$ACCESS_TOKEN"'].join('\n'), calls);
+    const rerun = runBash([variables, line, 'printf %s "$ACCESS_TOKEN"'].join('\n'));
     expect(rerun.status, rerun.stderr).toBe(0);
-    const renewed = JSON.parse(rerun.stderr) as Record<string, unknown>;
+    const [shownAgain, kept] = rerun.stdout.split('\n');
+    const renewed = JSON.parse(shownAgain) as Record<string, unknown>;
     expect(Object.keys(renewed).sort()).toEqual(['access_token', 'expires_in', 'id_token', 'refresh_token', 'scope', 'token_type']);
-    expect(rerun.stdout).toBe(renewed.access_token);
+    expect(kept).toBe(renewed.access_token);
   });
 });
