@@ -69,29 +69,22 @@ export class PipelinedConnection {
  */
 const CONNECTIONS = 2;
 
-/**
- * A few {@link PipelinedConnection}s; each query goes to the next one in turn, and one that may commit
- * asynchronously to a connection of its own whose session sets `synchronous_commit = off`.
- */
+/** A few {@link PipelinedConnection}s; each query goes to the next one in turn. */
 export class PipelinedConnections {
   private readonly connections: PipelinedConnection[];
-  private readonly asyncCommit: PipelinedConnection;
   private next = 0;
 
   constructor(config: pg.ClientConfig) {
     this.connections = Array.from({ length: CONNECTIONS }, () => new PipelinedConnection(config));
-    const options = [config.options, '-c synchronous_commit=off'].filter(Boolean).join(' ');
-    this.asyncCommit = new PipelinedConnection({ ...config, options });
   }
 
-  query(query: pg.QueryConfig, asyncCommit = false): Promise<pg.QueryResult> | undefined {
-    if (asyncCommit) return this.asyncCommit.query(query);
+  query(query: pg.QueryConfig): Promise<pg.QueryResult> | undefined {
     const connection = this.connections[this.next];
     this.next = (this.next + 1) % this.connections.length;
     return connection.query(query);
   }
 
   async end(): Promise<void> {
-    await Promise.all([...this.connections, this.asyncCommit].map((connection) => connection.end()));
+    await Promise.all(this.connections.map((connection) => connection.end()));
   }
 }

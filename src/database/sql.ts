@@ -33,7 +33,7 @@ const OUTCOME_WAIT_MS = 5_000;
  * PostgreSQL: each statement is a named prepared statement (node-postgres prepares it once per connection; later
  * runs only bind and execute), sent on one of the data source's pipelined connections
  * (`pipelined-connection.ts`: a statement does not wait for the answers to those before it, and each is its own
- * transaction; an `asyncCommit` statement goes to the one that commits without waiting for the WAL flush) or, when
+ * transaction) or, when
  * they are full, on a pooled connection; {@link atomic} holds a pooled connection for its
  * transaction.
  * Behind PgBouncer this needs its support of prepared statements in transaction mode (1.21+).
@@ -203,8 +203,7 @@ export class SqlRunner {
       if (statement.options.unprepared) result = await this.pool().query({ text, values });
       else {
         const query = { name: statement.name, text, values };
-        const asyncCommit = statement.options.asyncCommit === true;
-        result = await (handlesOf(this.dataSource).pipeline?.query(query, asyncCommit) ?? this.pool().query(query));
+        result = await (handlesOf(this.dataSource).pipeline?.query(query) ?? this.pool().query(query));
       }
     } catch (error) {
       logger.logQueryError(error as Error, text, values);

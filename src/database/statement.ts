@@ -23,15 +23,10 @@ export class Statement {
   /**
    * `unprepared`: on PostgreSQL, planned at each run with its values rather than prepared once per connection, for
    * a maintenance statement whose best plan depends on them and on the table's size (a batch of expired rows).
-   *
-   * `asyncCommit`: on PostgreSQL, committed without waiting for its WAL flush (`synchronous_commit = off`), for a
-   * write of short-lived rows that nothing acts on until a later, synchronous write reads them (an issued code):
-   * that write's commit flushes the WAL up to its own, this one's included, so a crash can lose only rows nobody
-   * used yet. SQLite (WAL, `synchronous=NORMAL`) commits every write that way already.
    */
   constructor(
     readonly source: string,
-    readonly options: { unprepared?: boolean; asyncCommit?: boolean } = {},
+    readonly options: { unprepared?: boolean } = {},
   ) {
     Statement.made.push(this);
   }

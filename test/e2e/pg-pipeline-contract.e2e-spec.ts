@@ -46,7 +46,7 @@ if (POSTGRES)
       expect((await connection.query({ text: 'SELECT id FROM t ORDER BY id' })!).rows).toEqual([{ id: 1 }, { id: 2 }]);
     });
 
-    it('sets the session’s parameters from the `options` connection parameter (how asyncCommit statements commit)', async () => {
+    it('sets the session’s parameters from the `options` connection parameter', async () => {
       const relaxed = new PipelinedConnection({ connectionString: db.url, options: '-c synchronous_commit=off' });
       try {
         expect((await relaxed.query({ text: `SELECT current_setting('synchronous_commit') AS value` })!).rows).toEqual([{ value: 'off' }]);

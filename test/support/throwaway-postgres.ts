@@ -9,10 +9,13 @@ export class ThrowawayPostgres {
   readonly dir: string;
   private readonly bin: string;
 
-  /** A new cluster, initialised and started on a port of its own (another one when the first drawn was taken). */
-  static launch(): Promise<ThrowawayPostgres> {
+  /**
+   * A new cluster, initialised and started on a port of its own (another one when the first drawn was taken), with
+   * server `settings` (`name=value`) besides the test defaults.
+   */
+  static launch(settings: string[] = []): Promise<ThrowawayPostgres> {
     return onServerPort(async (port) => {
-      const pg = new ThrowawayPostgres(port);
+      const pg = new ThrowawayPostgres(port, settings);
       pg.init();
       try {
         pg.start();
@@ -24,7 +27,10 @@ export class ThrowawayPostgres {
     });
   }
 
-  private constructor(readonly port: number) {
+  private constructor(
+    readonly port: number,
+    private readonly settings: string[],
+  ) {
     const version = readdirSync('/usr/lib/postgresql').sort().pop();
     this.bin = `/usr/lib/postgresql/${version}/bin`;
     this.dir = mkdtempSync(join(tmpdir(), 'pg-outage-'));
@@ -65,7 +71,7 @@ export class ThrowawayPostgres {
       '-l',
       `${this.dir}/log`,
       '-o',
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      [`-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`, ...this.settings.map((s) => `-c ${s}`)].join(' '),
       '-w',
       'start',
     ]);
@@ -73,6 +79,11 @@ export class ThrowawayPostgres {
 
   stop(): void {
     this.run([`${this.bin}/pg_ctl`, '-D', `${this.dir}/data`, '-m', 'fast', '-w', 'stop']);
+  }
+
+  /** Stops the server as a crash would (`immediate`: no checkpoint, WAL not yet flushed is lost); start() recovers. */
+  crash(): void {
+    this.run([`${this.bin}/pg_ctl`, '-D', `${this.dir}/data`, '-m', 'immediate', '-w', 'stop']);
   }
 
   destroy(): void {

@@ -11,21 +11,16 @@ const CODE_INSERT = `
   INSERT INTO authorization_codes
     (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, created_at, expires_at, consumed_at, nonce, dpop_jkt)
   VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce, :dpopJkt)`;
-/**
- * PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip), committed
- * asynchronously: only a redemption acts on them, and its synchronous commit flushes them first.
- */
+/** PostgreSQL: the grant, its code and the `code.issued` event in one statement (one round trip). */
 const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
-  { asyncCommit: true },
 );
 /** SQLite: the grant and the code, two writes of one transaction with the event. */
 const INSERT_GRANT = new Statement(GRANT_INSERT);
 const INSERT_CODE = new Statement(CODE_INSERT);
 /**
  * PostgreSQL, a client that needs no consent: the login session read, and the grant and its code written when the
- * session is live, in one statement (one round trip for the whole authorization request), committed asynchronously
- * like {@link INSERT_GRANT_AND_CODE}.
+ * session is live, in one statement (one round trip for the whole authorization request).
  */
 const ISSUE_CODE_IN_SESSION = new Statement(
   `
@@ -51,7 +46,6 @@ const ISSUE_CODE_IN_SESSION = new Statement(
     SELECT :auditId, CAST(:now AS bigint), :auditType, 'user:' || user_id, user_id, :clientId, :auditAddress, :auditRequestId, :auditDetails
     FROM code_row)
   SELECT user_id FROM code_row`,
-  { asyncCommit: true },
 );
 
 const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce, dpop_jkt';
