@@ -13,18 +13,38 @@ interface RevokedRow {
   grant_id: string;
   revoked_at: string | number;
   expires_at: string | number;
+  change_seq: string | number;
 }
 
-/** Revoked again (a client's client-credentials tokens): the later time counts. */
-const UPSERT_REVOKED_GRANT = new Statement(`
-  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
-  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`);
-/** The live entries revoked after a point (`revoked_at`, then `grant_id`), in that order, a page at a time. */
-const PAGE_AFTER = new Statement(
-  `SELECT grant_id, revoked_at, expires_at FROM revoked_grants
-   WHERE (revoked_at, grant_id) > (:sinceAt, :sinceId) AND expires_at > :now
-   ORDER BY revoked_at, grant_id LIMIT :limit`,
+/**
+ * Revoked again (a client's client-credentials tokens): the later time counts. Each write takes a new `change_seq`:
+ * on PostgreSQL its transaction's id (the column's default), on SQLite, where writes take turns, one more than the
+ * highest.
+ */
+const UPSERT_REVOKED_GRANT = new Statement({
+  postgres: `
+    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
+    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = DEFAULT`,
+  sqlite: `
+    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq)
+    VALUES (:grantId, :now, :expiresAt, (SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants))
+    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`,
+});
+/** The live entries written at or after a cursor (`change_seq`, then `grant_id`), in that order, a page at a time. */
+const PAGE_FROM = new Statement(
+  `SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants
+   WHERE (change_seq, grant_id) > (:seq, :afterId) AND expires_at > :now
+   ORDER BY change_seq, grant_id LIMIT :limit`,
 );
+/**
+ * Where the next read may start so that it misses nothing. PostgreSQL: the oldest transaction still running (every
+ * older one has ended, so no entry below it can appear any more). SQLite: one past the highest written (writes take
+ * turns, each committing before the next takes its number).
+ */
+const NEXT_CURSOR = new Statement({
+  postgres: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS next`,
+  sqlite: `SELECT COALESCE(MAX(change_seq), 0) + 1 AS next FROM revoked_grants`,
+});
 
 /** Up to `:batch` entries past the life of every token they cover (planned at each run with its cutoff). */
 const DELETE_EXPIRED = expiredRowsDeletion('revoked_grants', 'grant_id');
@@ -44,10 +64,20 @@ export class RevokedGrantsRepository {
     await this.db.atomic(ids.map((id) => RevokedGrantsRepository.upsertOf(id, revokedAt, expiresAt)));
   }
 
-  /** Up to `limit` entries live at `now` revoked after (`sinceAt`, `sinceId`), oldest first. */
-  async pageAfter(sinceAt: number, sinceId: string, now: number, limit: number): Promise<RevokedEntry[]> {
-    const { rows } = await this.db.run<RevokedRow>(PAGE_AFTER, { now, sinceAt, sinceId, limit });
-    return rows.map((row) => ({ id: row.grant_id, revokedAt: epochMs(row.revoked_at), expiresAt: epochMs(row.expires_at) }));
+  /** Where a read that starts now may next resume ({@link NEXT_CURSOR}); take it before the read. */
+  async cursor(): Promise<number> {
+    return Number((await this.db.one<{ next: string | number }>(NEXT_CURSOR, {}))!.next);
+  }
+
+  /** Up to `limit` entries live at `now` written at or after `seq`, after (`seq`, `afterId`), in cursor order. */
+  async pageFrom(seq: number, afterId: string, now: number, limit: number): Promise<(RevokedEntry & { seq: number })[]> {
+    const { rows } = await this.db.run<RevokedRow>(PAGE_FROM, { now, seq, afterId, limit });
+    return rows.map((row) => ({
+      id: row.grant_id,
+      revokedAt: epochMs(row.revoked_at),
+      expiresAt: epochMs(row.expires_at),
+      seq: Number(row.change_seq),
+    }));
   }
 
   /** Deletes up to `batch` entries that expired before `cutoff`; returns how many. */

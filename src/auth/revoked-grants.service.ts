@@ -41,17 +41,12 @@ interface Revocation {
 }
 
 const PAGE_ROWS = 1_000;
-/**
- * Each sync reads again the entries of this last stretch before the newest it has seen: another instance's
- * transaction may commit an entry stamped a moment before one already read (clocks and commit order differ).
- */
-const LOOKBACK_MS = 60_000;
 
 /**
  * The revoked list: the grants (and whole clients and people) whose access tokens may still be unexpired, held in
  * memory so that the resource server rejects them without a query per request. Filled once at start, then every
- * REVOCATION_SYNC_SECONDS with what is new in the database (the rows revoked since the newest seen, a page at a
- * time, yielding between pages). Grant ids live in a {@link GrantIdTable} (outside the JavaScript heap); the few
+ * REVOCATION_SYNC_SECONDS with what is new in the database (the rows written since the last read's cursor, a page
+ * at a time, yielding between pages; nothing new, nothing read). Grant ids live in a {@link GrantIdTable} (outside the JavaScript heap); the few
  * whole-client and whole-person entries in a map.
  */
 @Injectable()
@@ -60,8 +55,8 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   private readonly grants = new GrantIdTable();
   /** Entries that are not a grant id (client, person, client credentials), by their id: when and until when. */
   private readonly subjects = new Map<string, Revocation>();
-  /** The newest entry read (its `revoked_at` and id): the next sync starts {@link LOOKBACK_MS} before it. */
-  private newestAt = 0;
+  /** Where the next sync reads from: every entry written below it has been read (the repository's `cursor()`). */
+  private cursor = 0;
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
 
@@ -167,19 +162,21 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
   private async readNew(): Promise<void> {
     try {
       const now = Date.now();
-      let sinceAt = Math.max(0, this.newestAt - LOOKBACK_MS);
-      let sinceId = '';
+      // Taken before the read: what is written meanwhile at or above it is read next time, if not now.
+      const next = await this.entries.cursor();
+      let seq = this.cursor;
+      let afterId = '';
       for (;;) {
-        const rows = await this.entries.pageAfter(sinceAt, sinceId, now, PAGE_ROWS);
+        const rows = await this.entries.pageFrom(seq, afterId, now, PAGE_ROWS);
         for (const row of rows) this.apply(row.id, row.revokedAt, row.expiresAt);
         const last = rows.at(-1);
-        if (last) this.newestAt = Math.max(this.newestAt, last.revokedAt);
         if (!last || rows.length < PAGE_ROWS) break;
-        sinceAt = last.revokedAt;
-        sinceId = last.id;
+        seq = last.seq;
+        afterId = last.id;
         // The next page in a later turn: a long list never holds the event loop.
         await nextTurn();
       }
+      this.cursor = next;
       for (const [id, revocation] of this.subjects) if (revocation.until <= now) this.subjects.delete(id);
     } catch (error) {
       this.logger.warn(`could not refresh revoked grants: ${(error as Error).message}`);

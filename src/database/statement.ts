@@ -20,14 +20,22 @@ export class Statement {
   /** The name PostgreSQL prepares it under, once per connection (unique per statement in the process). */
   readonly name = `hot_${++Statement.count}`;
 
+  /** The text PostgreSQL runs; SQLite runs {@link sqliteSource} where the two differ. */
+  readonly source: string;
+  private readonly sqliteSource: string;
+
   /**
+   * `source`: one text for both databases, or one each where a statement needs what only one of them has.
+   *
    * `unprepared`: on PostgreSQL, planned at each run with its values rather than prepared once per connection, for
    * a maintenance statement whose best plan depends on them and on the table's size (a batch of expired rows).
    */
   constructor(
-    readonly source: string,
+    source: string | { postgres: string; sqlite: string },
     readonly options: { unprepared?: boolean } = {},
   ) {
+    this.source = typeof source === 'string' ? source : source.postgres;
+    this.sqliteSource = typeof source === 'string' ? source : source.sqlite;
     Statement.made.push(this);
   }
 
@@ -41,7 +49,7 @@ export class Statement {
     let compiled = this.compiled[key];
     if (!compiled) {
       const names: string[] = [];
-      const text = this.source.replace(PLACEHOLDER, (_, name: string) => {
+      const text = (postgres ? this.source : this.sqliteSource).replace(PLACEHOLDER, (_, name: string) => {
         names.push(name);
         return postgres ? `$${names.length}` : '?';
       });
