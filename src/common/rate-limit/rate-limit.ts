@@ -1,6 +1,5 @@
 import { clientAddress } from '../client-address';
 import { type ExecutionContext, Inject, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
@@ -24,28 +23,6 @@ function bucketOf(context: ExecutionContext): RateLimitBucket | undefined {
   return buckets.get(handler);
 }
 
-/**
- * The throttler's metadata look-ups, remembered per route: it asks six per budget and request (skip, limit, ttl,
- * block duration, tracker, key generator), and a route's decorators do not change once the app has started.
- */
-class RouteMetadataCache extends Reflector {
-  private readonly cache = new WeakMap<object, WeakMap<object, Map<unknown, unknown>>>();
-
-  override getAllAndOverride<TResult = unknown, TKey = unknown>(
-    key: TKey,
-    targets: Parameters<Reflector['getAllAndOverride']>[1],
-  ): TResult {
-    const [handler, classRef] = targets;
-    if (targets.length !== 2 || !handler || !classRef) return super.getAllAndOverride<TResult, TKey>(key, targets);
-    let byHandler = this.cache.get(classRef);
-    if (!byHandler) this.cache.set(classRef, (byHandler = new WeakMap()));
-    let values = byHandler.get(handler);
-    if (!values) byHandler.set(handler, (values = new Map()));
-    if (!values.has(key)) values.set(key, super.getAllAndOverride<TResult, TKey>(key, targets));
-    return values.get(key) as TResult;
-  }
-}
-
 /** The `sub` of a JWT, unverified (a `private_key_jwt` assertion names its client there): only to count requests by. */
 function subjectOf(jwt: string): string | undefined {
   try {
@@ -67,10 +44,19 @@ function clientOf(req: Request): string {
   return `ip:${clientAddress(req)}`;
 }
 
+/**
+ * The counter's key: the route, the budget and the tracker (an address or a client id of at most 100 characters),
+ * as the throttler's own key says, without hashing it (a SHA-256 per budget and request).
+ */
+function counterKey(context: ExecutionContext, tracker: string, name: string): string {
+  return `${context.getClass().name}-${context.getHandler().name}-${name}-${tracker}`;
+}
+
 /** POST /login and client registration: per address. POST /token: per address and per client. Counters in Redis when REDIS_URL is set. */
 export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOptions {
   return {
     setHeaders: false,
+    generateKey: counterKey,
     storage: config.redisUrl ? new RedisThrottlerStorage(config.redisUrl) : new MemoryThrottlerStorage(),
     throttlers: [
       {
@@ -110,15 +96,6 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
 export class RateLimitGuard extends ThrottlerGuard {
   // A property, so that the throttler's own constructor and its injections stay as they are.
   @Inject(EventEmitter2) private readonly events!: EventEmitter2;
-  protected override readonly reflector: Reflector = new RouteMetadataCache();
-
-  /**
-   * The counter's key: the route, the budget and the tracker (an address or a client id of at most 100
-   * characters), as the throttler's own key says, without hashing it (a SHA-256 per budget and request).
-   */
-  protected override generateKey(context: ExecutionContext, tracker: string, name: string): string {
-    return `${context.getClass().name}-${context.getHandler().name}-${name}-${tracker}`;
-  }
 
   protected override async throwThrottlingException(
     context: ExecutionContext,
