@@ -13,6 +13,11 @@ const BUCKET_KEY = 'rate-limit:bucket';
 /** The event a refusal emits, with its bucket (the metrics module counts them): common knows no feature. */
 export const RATE_LIMIT_REFUSED = 'rate-limit.refused';
 const WINDOW_MS = 60_000;
+/**
+ * A spent budget opens again when its window ends, not `blockDuration` after the hit that spent it (the throttler
+ * blocks for the window's length unless told otherwise). A route may still ask for a block with `@Throttle()`.
+ */
+const NO_BLOCK = 0;
 
 /** Buckets by handler: decorators are done at start-up, and every budget asks once per request. */
 const buckets = new WeakMap<object, RateLimitBucket | undefined>();
@@ -63,6 +68,7 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         name: 'login',
         limit: config.rateLimitLogin,
         ttl: WINDOW_MS,
+        blockDuration: NO_BLOCK,
         skipIf: (ctx) => bucketOf(ctx) !== 'login',
         getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
@@ -70,6 +76,7 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         name: 'register',
         limit: config.rateLimitRegister,
         ttl: WINDOW_MS,
+        blockDuration: NO_BLOCK,
         skipIf: (ctx) => bucketOf(ctx) !== 'register',
         getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
@@ -77,6 +84,7 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         name: 'token-address',
         limit: config.rateLimitToken,
         ttl: WINDOW_MS,
+        blockDuration: NO_BLOCK,
         skipIf: (ctx) => bucketOf(ctx) !== 'token',
         getTracker: (req) => `ip:${clientAddress(req as Request)}`,
       },
@@ -84,6 +92,7 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         name: 'token-client',
         limit: config.rateLimitToken,
         ttl: WINDOW_MS,
+        blockDuration: NO_BLOCK,
         skipIf: (ctx) => bucketOf(ctx) !== 'token',
         getTracker: (req) => clientOf(req as Request),
       },

@@ -17,19 +17,32 @@ const COMMAND_TIMEOUT_MS = 100;
 /** After a failure, how long Redis is left alone before the next request tries it again (ms). */
 const RETRY_AFTER_MS = 5_000;
 
-// One round trip: count the hit in a fixed window and report the window's remaining time.
+// One round trip: a key still blocked answers how long it stays so; otherwise count the hit in a fixed window and,
+// past the limit with a block asked for, block the key for that long (at least until the window ends). Answers
+// the hits, the window's remaining time and the block's (0: none).
 const INCREMENT = `
+local block = tonumber(ARGV[3])
+if block > 0 then
+  local blocked = redis.call('PTTL', KEYS[2])
+  if blocked > 0 then return {tonumber(redis.call('GET', KEYS[2])), math.max(redis.call('PTTL', KEYS[1]), 1), blocked} end
+end
 local hits = redis.call('INCR', KEYS[1])
 if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {hits, ttl}`;
+if block > 0 and hits > tonumber(ARGV[2]) then
+  block = math.max(block, ttl)
+  redis.call('SET', KEYS[2], hits, 'PX', block)
+  return {hits, ttl, block}
+end
+return {hits, ttl, 0}`;
 
 /**
  * Rate-limit counters in Redis, shared by every instance (REDIS_URL). Redis must never hold a request up: every
  * call has a short timeout, and after a failure (refused, timed out, a Redis that accepts connections but does not
  * answer) the counters are kept in this instance for RETRY_AFTER_MS without trying Redis — a circuit breaker —
  * so the limits still hold, per instance, while Redis is away. Readiness reports it as degraded, not down.
+ * A budget's `blockDuration` is honoured as the memory storage honours it (a second key, `<counter>:blocked`).
  */
 export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
   private readonly logger = new Logger(RedisThrottlerStorage.name);
@@ -57,10 +70,18 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   async increment(key: string, ttl: number, limit: number, blockDuration: number, name: string): Promise<ThrottlerStorageRecord> {
     if (this.isDown()) return this.local.increment(key, ttl, limit, blockDuration, name);
     try {
-      const [hits, pttl] = (await this.redis.eval(INCREMENT, 1, `${this.prefix}${name}:${key}`, String(ttl))) as [number, number];
+      const counter = `${this.prefix}${name}:${key}`;
+      const args = [String(ttl), String(limit), String(blockDuration)];
+      const [hits, pttl, blocked] = (await this.redis.eval(INCREMENT, 2, counter, `${counter}:blocked`, ...args)) as [
+        number,
+        number,
+        number,
+      ];
       this.markUp();
-      const seconds = Math.max(1, Math.ceil(pttl / 1000));
-      return { totalHits: hits, timeToExpire: seconds, isBlocked: hits > limit, timeToBlockExpire: hits > limit ? seconds : 0 };
+      const timeToExpire = Math.max(1, Math.ceil(pttl / 1000));
+      const isBlocked = blocked > 0 || hits > limit;
+      const timeToBlockExpire = blocked > 0 ? Math.max(1, Math.ceil(blocked / 1000)) : isBlocked ? timeToExpire : 0;
+      return { totalHits: hits, timeToExpire, isBlocked, timeToBlockExpire };
     } catch (error) {
       this.markDown(error);
       return this.local.increment(key, ttl, limit, blockDuration, name);
