@@ -4,22 +4,50 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ACCESS_KEY, type AccessRule, IS_PUBLIC_KEY } from './auth.decorators';
 import { isScope } from './scopes';
 
-/** What Nest's own decorators record on a probe: the metadata keys of a route, and of its method and path. */
+/** The metadata keys Nest's own decorators record: of a route, of its method and path, and of a controller's path. */
+export interface RouteProbe {
+  routeKeys: unknown[];
+  methodKey: unknown;
+  pathKey: unknown;
+  prefixKey: unknown;
+}
+
 const PROBE_PATH = 'probe-path';
-const PROBE = (() => {
+
+/** Decorates a probe with `@Post()` and `@Controller()` (Nest's by default) and reads back the keys they recorded. */
+export function probeRouteMetadata(post: typeof Post = Post, controller: typeof Controller = Controller): RouteProbe {
   const probe = { handler() {} };
-  Post(PROBE_PATH)(probe, 'handler', Object.getOwnPropertyDescriptor(probe, 'handler')!);
-  @Controller(PROBE_PATH)
+  post(PROBE_PATH)(probe, 'handler', Object.getOwnPropertyDescriptor(probe, 'handler')!);
   class ProbeController {}
-  const keys = Reflect.getMetadataKeys(probe.handler);
+  controller(PROBE_PATH)(ProbeController);
   const keyOf = (target: object, value: unknown) => Reflect.getMetadataKeys(target).find((k) => Reflect.getMetadata(k, target) === value);
   return {
-    routeKeys: keys,
+    routeKeys: Reflect.getMetadataKeys(probe.handler),
     methodKey: keyOf(probe.handler, RequestMethod.POST),
     pathKey: keyOf(probe.handler, PROBE_PATH),
     prefixKey: keyOf(ProbeController, PROBE_PATH),
   };
-})();
+}
+
+const PROBE = probeRouteMetadata();
+
+/**
+ * Stops the start when the probe misses a key: without them no method would be taken for a route, and every route
+ * would pass the check unread (a Nest that records its routes some other way).
+ */
+export function assertProbeFound(probe: RouteProbe): void {
+  const missing = [
+    probe.routeKeys.length === 0 && 'a route',
+    probe.methodKey === undefined && "a route's method",
+    probe.pathKey === undefined && "a route's path",
+    probe.prefixKey === undefined && "a controller's path",
+  ].filter(Boolean);
+  if (missing.length) {
+    throw new StartupCheckError(
+      `the route access check cannot tell routes apart: Nest's @Post() and @Controller() recorded no metadata for ${missing.join(', ')}`,
+    );
+  }
+}
 
 /**
  * Whether a method is a route handler: it carries every key Nest's own `@Post()` records (Nest exports no route
@@ -99,17 +127,26 @@ export class RouteAccessCheck implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
+    assertProbeFound(PROBE);
     const problems: string[] = [];
+    let controllers = 0;
+    let routes = 0;
     for (const wrapper of this.discovery.getControllers()) {
       const controller = wrapper.metatype as Type<unknown> | null;
       if (!controller || !wrapper.instance) continue;
+      controllers++;
       const prototype = Object.getPrototypeOf(wrapper.instance) as Record<string, (...args: never[]) => unknown>;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const handler = prototype[name];
         if (!isRouteHandler(handler)) continue;
+        routes++;
         const problem = accessDeclarationProblem(this.reflector, [handler, controller]);
         if (problem) problems.push(`${routeName(handler, controller)} (${controller.name}.${name}) ${problem}`);
       }
+    }
+    // Controllers, yet not one route among their methods: the probe's keys are not those routes carry.
+    if (controllers > 0 && routes === 0) {
+      throw new StartupCheckError("the route access check found no route among the controllers' methods: it cannot tell routes apart");
     }
     if (problems.length) {
       throw new StartupCheckError(`routes without a valid access declaration (every route needs one): ${problems.join('; ')}`);
