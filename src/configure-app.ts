@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { ServerOptions } from 'node:http';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { AppConfig } from './config/app-config';
 import { requestIdMiddleware } from './common/request-id.middleware';
@@ -17,22 +17,20 @@ import { tracingEnabled } from './telemetry/tracing';
 export const BODY_LIMIT = '100kb';
 
 /**
- * Everything that must stay outside the module graph (Express settings, helmet, body parsers, CORS, docs), in
- * one place that `main.ts` and the e2e harness both call, so tests run the production setup.
- * The app must be created with `{ bodyParser: false }`.
+ * Node's server options: a client that trickles its headers or body holds a connection (and its memory) only this
+ * long, then Node answers 408 and closes it. Node checks every `connectionsCheckingInterval` (30 s by default), so
+ * the check runs often enough for the limits to mean what they say. Given to the adapter, which creates the server.
  */
-/**
- * A client that trickles its headers or body holds a connection (and its memory) only this long: Node answers 408
- * and closes it. Node checks every `connectionsCheckingInterval` (30 s by default, read when the server starts
- * listening), so the check runs often enough for the limits to mean what they say.
- */
-function limitSlowClients(server: Server & { connectionsCheckingInterval?: number }, config: AppConfig): void {
-  server.requestTimeout = config.requestTimeout * 1000;
-  server.headersTimeout = config.headersTimeout * 1000;
-  // A server option Node keeps on the server (its typings declare it only as an option of createServer).
-  server.connectionsCheckingInterval = Math.min(server.headersTimeout / 4, 1_000);
+export function httpServerOptions(config: AppConfig): ServerOptions {
+  const headersTimeout = config.headersTimeout * 1000;
+  return { requestTimeout: config.requestTimeout * 1000, headersTimeout, connectionsCheckingInterval: Math.min(headersTimeout / 4, 1_000) };
 }
 
+/**
+ * Everything that must stay outside the module graph (Express settings, helmet, body parsers, CORS, docs), in
+ * one place that `main.ts` and the e2e harness both call, so tests run the production setup.
+ * The app must be created with `{ bodyParser: false }`, on an `ExpressHttpAdapter` given {@link httpServerOptions}.
+ */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const config = app.get(AppConfig);
   app.useLogger(app.get(AppLogger));
@@ -41,7 +39,6 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
   configureCookies(app, config.secureCookies);
-  limitSlowClients(app.getHttpServer(), config);
   app.use(requestIdMiddleware(config.trustProxy));
   // Requests are measured from the access log's listener (one per request for both), unless METRICS=off.
   const metrics = app.get(MetricsService);

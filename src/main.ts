@@ -10,7 +10,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ConfigError, validateConfiguration } from './config/env';
-import { configureApp } from './configure-app';
+import { configureApp, httpServerOptions } from './configure-app';
 import { databaseFailure } from './database/connection-failure';
 import { DemoDataService } from './demo/demo-data.service';
 import { demoBlock } from './demo/demo-commands';
@@ -25,7 +25,9 @@ import { stopTracing } from './telemetry/tracing';
 async function bootstrap(): Promise<void> {
   // Validate the configuration before anything else, so a bad variable is one clear line.
   validateConfiguration(process.env);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, new ExpressHttpAdapter(), {
+  // Node's server takes its timeouts when it is created, before the application and its configuration exist.
+  const adapter = new ExpressHttpAdapter(httpServerOptions(new AppConfig(process.env)));
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, adapter, {
     bodyParser: false,
     bufferLogs: true,
     // A failed start says why in one line (below), not with Nest's buffered start-up lines and stack traces.

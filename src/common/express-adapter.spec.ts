@@ -1,11 +1,25 @@
-import type http from 'node:http';
+import http from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import type { Express, Request, Response } from 'express';
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ExpressHttpAdapter } from './express-adapter';
 
 describe('ExpressHttpAdapter', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('creates one server, with the createServer options it was given', () => {
+    const createServer = vi.spyOn(http, 'createServer');
+    const options = { requestTimeout: 2_000, headersTimeout: 1_000, connectionsCheckingInterval: 250 };
+    const adapter = new ExpressHttpAdapter(options);
+    adapter.initHttpServer({});
+    expect(createServer).toHaveBeenCalledTimes(1);
+    expect(createServer.mock.calls[0]![0]).toMatchObject(options);
+    const server = adapter.getHttpServer() as http.Server;
+    expect(server).toBe(createServer.mock.results[0]!.value);
+    expect([server.requestTimeout, server.headersTimeout]).toEqual([2_000, 1_000]);
+  });
+
   it("creates each request and response with Express's prototypes, before Express sees them", async () => {
     const adapter = new ExpressHttpAdapter();
     adapter.initHttpServer({});
@@ -31,7 +45,7 @@ describe('ExpressHttpAdapter', () => {
     expect(response.body).toEqual({ path: '/probe', ip: 'string', header: 'yes' });
   });
 
-  it('keeps the options Nest handles itself (the 503 while shutting down)', async () => {
+  it('honours the options Nest gives it (the 503 once the application closes)', async () => {
     const adapter = new ExpressHttpAdapter();
     adapter.initHttpServer({ return503OnClosing: true });
     const app = adapter.getInstance<Express>();
@@ -40,7 +54,7 @@ describe('ExpressHttpAdapter', () => {
     });
     const server = adapter.getHttpServer() as http.Server;
     expect((await request(server).get('/probe')).status).toBe(200);
-    (adapter as unknown as { isShuttingDown: boolean }).isShuttingDown = true;
+    adapter.beforeClose();
     const closing = await request(server).get('/probe');
     expect(closing.status).toBe(503);
     expect(closing.headers.connection).toBe('close');

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { type NestApplicationOptions, StreamableFile } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import type { Express, Response } from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
 
 /**
  * Subclasses of Node's `IncomingMessage` and `ServerResponse` whose prototypes sit in front of Express's: the app's
@@ -32,19 +32,33 @@ function expressClasses(app: Express): Pick<http.ServerOptions, 'IncomingMessage
  * gives it a new hidden class and makes V8 keep the objects of every request alive through a young-generation
  * collection or two. Handing the server classes whose prototypes already are Express's (Node's documented
  * `IncomingMessage` and `ServerResponse` options, {@link expressClasses}) makes Express's swap a no-op.
+ *
+ * It creates the one server itself, with the `http.createServer` options it is given (timeouts and how often Node
+ * checks them), and honours Nest's `httpsOptions`, `forceCloseConnections` and `return503OnClosing`.
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
   /** Nest's `forceCloseConnections`: {@link close} ends every open connection, through Node's own server API. */
   private forceClose = false;
+  /** Set once the application starts closing (Nest's `return503OnClosing` answers 503 from then on). */
+  private closing = false;
+
+  constructor(private readonly serverOptions: http.ServerOptions = {}) {
+    super();
+  }
 
   override initHttpServer(options: NestApplicationOptions): void {
     const app = this.getInstance<Express>();
-    const classes = expressClasses(app);
-    // Nest's own set-up (the shutdown middleware), on a server replaced right below.
-    super.initHttpServer({ ...options, forceCloseConnections: false });
-    this.httpServer = options.httpsOptions
-      ? https.createServer({ ...options.httpsOptions, ...classes }, app)
-      : http.createServer(classes, app);
+    const serverOptions = { ...this.serverOptions, ...expressClasses(app) };
+    this.setHttpServer(
+      options.httpsOptions ? https.createServer({ ...options.httpsOptions, ...serverOptions }, app) : http.createServer(serverOptions, app),
+    );
+    if (options.return503OnClosing) {
+      app.use((_req: Request, res: Response, next: NextFunction) => {
+        if (!this.closing) return next();
+        res.set('Connection', 'close');
+        res.status(503).send('Service Unavailable');
+      });
+    }
     this.forceClose = Boolean(options.forceCloseConnections);
   }
 
@@ -64,8 +78,14 @@ export class ExpressHttpAdapter extends ExpressAdapter {
     return response.end(json);
   }
 
+  override beforeClose(): void {
+    this.closing = true;
+    super.beforeClose();
+  }
+
   override close(): ReturnType<ExpressAdapter['close']> {
-    if (this.forceClose) (this.httpServer as http.Server | undefined)?.closeAllConnections();
+    this.closing = true;
+    if (this.forceClose) (this.getHttpServer() as http.Server | undefined)?.closeAllConnections();
     return super.close();
   }
 }

@@ -13,7 +13,7 @@ import { TokenIssuer } from '../../src/oauth/grants/token-issuer.service';
 import { type Scope, allScopes } from '../../src/auth/scopes';
 import { AppConfig } from '../../src/config/app-config';
 import { ENV } from '../../src/config/env';
-import { configureApp } from '../../src/configure-app';
+import { configureApp, httpServerOptions } from '../../src/configure-app';
 import { ExpressHttpAdapter } from '../../src/common/express-adapter';
 import type { CreateUserDto } from '../../src/users/dto/create-user.dto';
 import type { UserResponseDto } from '../../src/users/dto/user-response.dto';
@@ -93,7 +93,8 @@ export async function createTestApp(
     .useValue({ ...process.env, NODE_ENV: 'test', PRUNE_INTERVAL_SECONDS: '0', ...env, DATABASE_URL: db.url });
   for (const { provide, useValue } of options.overrides ?? []) builder.overrideProvider(provide).useValue(useValue);
   const moduleRef = await builder.compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
+  const adapter = new ExpressHttpAdapter(httpServerOptions(moduleRef.get(AppConfig)));
+  const app = moduleRef.createNestApplication<NestExpressApplication>(adapter, {
     bodyParser: false,
     logger: ['error', 'warn'],
   });
