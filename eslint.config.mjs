@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', '.test-build/**', 'node_modules/**', '.tools/**', 'coverage/**', 'test/artifacts/**', 'bench/**'] },
+  { ignores: ['dist/**', 'assets/**', '.test-build/**', 'node_modules/**', '.tools/**', 'coverage/**', 'test/artifacts/**', 'bench/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } } },

@@ -10,6 +10,7 @@ export default defineConfig({
   test: {
     include: ['test/browser/**/*.browser-spec.ts'],
     environment: 'node',
+    globalSetup: ['test/support/browser-assets.setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

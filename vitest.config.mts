@@ -13,6 +13,7 @@ const OWN_GRAPH = ['test/e2e/statement-count.e2e-spec.ts'];
 export default defineConfig({
   test: {
     environment: 'node',
+    globalSetup: ['test/support/browser-assets.setup.ts'],
     // Limits for a hang, not for speed: the suite stays green with a second one running beside it on this machine's
     // two cores, where a child process's start or a CLI call takes two to three times as long.
     testTimeout: 120_000,

@@ -59,12 +59,12 @@ misdeclared() {
   first="$(grep -n "ownRecords: true" "$controller" | awk -F: '$0 ~ /write/ {print $1; exit}')"
   [ -n "$first" ] || { echo "no write rule with ownRecords in $controller"; return 1; }
   sed -i "${first}s/, ownRecords: true//" "$controller"
-  npx tsc -p tsconfig.build.json || { echo "build with the owner rule removed failed"; return 1; }
+  node scripts/build.mjs || { echo "build with the owner rule removed failed"; return 1; }
   refuses_to_start "$work" "POST /$OWNED (WidgetsController.create) lets any person write without acting on their own records only" || return 1
   # Left out of src/features.ts (the edited controller goes with it), its sibling's migrations still run.
   git checkout -q src/features.ts
   rm -rf "src/$OWNED" "test/e2e/$OWNED.e2e-spec.ts" "src/$README_NAME" "test/e2e/$README_NAME.e2e-spec.ts" dist
-  npx tsc -p tsconfig.build.json || { echo "build without the module registered failed"; return 1; }
+  node scripts/build.mjs || { echo "build without the module registered failed"; return 1; }
   refuses_to_start "$work" "failed to start: src/$NAME has migrations but no module of it is registered: add it to FEATURE_MODULES in src/features.ts"
 }
 

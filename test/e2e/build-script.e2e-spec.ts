@@ -1,7 +1,19 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { findPackageJSON } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/service-process';
 
@@ -50,6 +62,18 @@ describe('the build before npm start (scripts/build.mjs --if-changed)', () => {
     expect(start()).toBe('');
     expect(statSync(built()).mtimeMs).toBeGreaterThan(firstBuild);
     expect(execFileSync(process.execPath, ['-p', `require(${JSON.stringify(built())}).answer`], { encoding: 'utf8' })).toBe('2\n');
+  });
+
+  it("copies the passkey pages' browser bundle, the file @simplewebauthn/browser names for <script> use", () => {
+    const manifest = findPackageJSON('@simplewebauthn/browser', join(ROOT, 'package.json'))!;
+    const bundle = readFileSync(join(dirname(manifest), (JSON.parse(readFileSync(manifest, 'utf8')) as { unpkg: string }).unpkg), 'utf8');
+    expect(bundle).toContain('SimpleWebAuthnBrowser');
+    rmSync(join(dir, 'dist/.build-stamp'));
+    expect(start()).toBe('');
+    expect(readFileSync(join(dir, 'dist/assets/webauthn.js'), 'utf8')).toBe(bundle);
+    // Alone, into another build's root (the tests' own build, the sources as the tests run them).
+    execFileSync(process.execPath, ['scripts/build.mjs', '--assets-only', 'elsewhere'], { cwd: dir });
+    expect(readFileSync(join(dir, 'elsewhere/assets/webauthn.js'), 'utf8')).toBe(bundle);
   });
 
   it('rebuilds when dist/ has no stamp (a build by other means, or none)', () => {

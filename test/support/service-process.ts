@@ -65,6 +65,7 @@ export function buildOnce(): void {
     if (buildIsCurrent()) return;
     const started = Date.now();
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', BUILD_DIR], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(process.execPath, ['scripts/build.mjs', '--assets-only', BUILD_DIR], { cwd: ROOT, stdio: 'inherit' });
     // The stamp says which sources the build saw: those as of when it started.
     writeFileSync(STAMP, '');
     utimesSync(STAMP, started / 1000, started / 1000);

@@ -1,22 +1,19 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { Controller, Get, Res } from '@nestjs/common';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Controller, Get, type OnModuleInit, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiProduces } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Public } from '../../auth/auth.decorators';
 import { ApiProblems } from '../../common/openapi';
+import { StartupCheckError } from '../../common/startup-check.error';
 import { NoQueryParams } from '../../common/validation';
 
 /**
- * The browser bundle of @simplewebauthn/browser, the file its package names for `<script>` use (`unpkg`): read
- * once, served from here so that no page loads code from another origin.
+ * The browser bundle of @simplewebauthn/browser, the file its package names for `<script>` use (`unpkg`), copied at
+ * build time into the build's `assets/` by scripts/build.mjs (the package exports no path to it): `dist/assets/` for
+ * the built service, the repository's `assets/` for the sources as the tests run them.
  */
-function webauthnBrowserBundle(): string {
-  const entry = require.resolve('@simplewebauthn/browser');
-  const root = join(dirname(entry), '..');
-  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { unpkg: string };
-  return readFileSync(join(root, manifest.unpkg), 'utf8');
-}
+const WEBAUTHN_BUNDLE = join(__dirname, '..', '..', '..', 'assets', 'webauthn.js');
 
 /**
  * Drives the pages' passkey forms (`form[data-passkey]`, see OAuthPages.passkeyForm): shows them where the browser
@@ -57,16 +54,23 @@ const PASSKEY_FORMS = `(() => {
 /** Scripts of the sign-in and account pages, the only ones their CSP allows (`script-src 'self'`). */
 @Public()
 @Controller('assets')
-export class AssetsController {
+export class AssetsController implements OnModuleInit {
   /** Read at its first request (most instances' pages are served without it). */
   private webauthn: string | undefined;
+
+  /** A build without the bundle stops the start, rather than failing the passkey pages later. */
+  onModuleInit(): void {
+    if (!existsSync(WEBAUTHN_BUNDLE)) {
+      throw new StartupCheckError('the build has no assets/webauthn.js (the passkey pages load it): build with npm run build');
+    }
+  }
 
   @Get('webauthn.js')
   @ApiProduces('text/javascript')
   @ApiProblems(400)
   @ApiOkResponse({ description: 'The browser part of SimpleWebAuthn (MIT), as published', content: { 'text/javascript': {} } })
   webauthnBundle(@Res() res: Response, @NoQueryParams() _query: unknown): void {
-    sendScript(res, (this.webauthn ??= webauthnBrowserBundle()));
+    sendScript(res, (this.webauthn ??= readFileSync(WEBAUTHN_BUNDLE, 'utf8')));
   }
 
   @Get('passkeys.js')
