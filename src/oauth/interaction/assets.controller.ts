@@ -9,9 +9,9 @@ import { StartupCheckError } from '../../common/startup-check.error';
 import { NoQueryParams } from '../../common/validation';
 
 /**
- * The browser bundle of @simplewebauthn/browser, the file its package names for `<script>` use (`unpkg`), copied at
- * build time into the build's `assets/` by scripts/build.mjs (the package exports no path to it): `dist/assets/` for
- * the built service, the repository's `assets/` for the sources as the tests run them.
+ * The browser bundle of @simplewebauthn/browser, served from here so that no page loads code from another origin.
+ * scripts/build.mjs copies it at build time (the package exports no path to it) into the build's `assets/`:
+ * `dist/assets/` for the built service, the repository's `assets/` for the sources as the tests run them.
  */
 const WEBAUTHN_BUNDLE = join(__dirname, '..', '..', '..', 'assets', 'webauthn.js');
 
