@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
@@ -23,6 +24,8 @@ import { OAuthModule } from './oauth/oauth.module';
     DatabaseModule,
     MetricsModule,
     EventEmitterModule.forRoot(),
+    // The periodic jobs (the revoked-list sync, the signing keys' refresh and rotation check).
+    ScheduleModule.forRoot(),
     CommonModule,
     RateLimitModule,
     KeysModule,
