@@ -16,6 +16,7 @@ import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OAuthModule } from './oauth/oauth.module';
+import { RetentionModule } from './retention/retention.module';
 
 @Module({
   imports: [
@@ -24,7 +25,7 @@ import { OAuthModule } from './oauth/oauth.module';
     DatabaseModule,
     MetricsModule,
     EventEmitterModule.forRoot(),
-    // The periodic jobs (the revoked-list sync, the signing keys' refresh and rotation check).
+    // The periodic jobs (retention, the revoked-list sync, the signing keys' refresh and rotation check).
     ScheduleModule.forRoot(),
     CommonModule,
     RateLimitModule,
@@ -36,6 +37,7 @@ import { OAuthModule } from './oauth/oauth.module';
     // registered, and every API call would otherwise walk past some sixty OAuth routes first.
     ...FEATURE_MODULES,
     OAuthModule,
+    RetentionModule,
     HealthModule,
     DemoModule,
   ],

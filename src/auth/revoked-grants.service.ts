@@ -153,11 +153,6 @@ export class RevokedGrantsService implements OnModuleInit {
     if (!known || known.at < at) this.subjects.set(id, { at, until });
   }
 
-  /** Deletes up to `batch` stored entries that expired before `cutoff` (retention); returns how many. */
-  deleteExpired(cutoff: number, batch: number): Promise<number> {
-    return this.entries.deleteExpired(cutoff, batch);
-  }
-
   /** Reads the entries revoked since the last sync (at start: every live one); one sync at a time. */
   sync(): Promise<void> {
     this.syncing ??= this.readNew().finally(() => (this.syncing = undefined));

@@ -1,7 +1,8 @@
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
-import { RetentionService } from '../../src/oauth/retention.service';
+import { RetentionService } from '../../src/retention/retention.service';
 import { PasskeysService } from '../../src/mfa/passkeys.service';
 import { PushedRequestsService } from '../../src/oauth/par/pushed-requests.service';
 import { SecondFactorsService } from '../../src/mfa/second-factors.service';
@@ -41,7 +42,7 @@ const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, e
 /**
  * Retention: what nothing can use any more is deleted — codes past their replay window, ended grants with their
  * refresh tokens and codes, expired sessions, used client-assertion ids, revoked-list entries past every token's
- * life — in batches, while everything still in use stays and keeps working.
+ * life — each module's steps in one job, in batches, while everything still in use stays and keeps working.
  */
 describe('the retention job', () => {
   let t: TestApp;
@@ -194,8 +195,9 @@ describe('the retention job', () => {
     });
   }, 120_000);
 
-  it('runs on its own every PRUNE_INTERVAL_SECONDS', async () => {
+  it('runs on its own every PRUNE_INTERVAL_SECONDS, a job of the scheduler cleared at shutdown with the others', async () => {
     const timed = await createTestApp({ ...NO_RATE_LIMITS, PRUNE_INTERVAL_SECONDS: '1' });
+    const scheduler = timed.app.get(SchedulerRegistry);
     try {
       const runner = timed.app.get(SqlRunner);
       const client = await registerClient(timed, { trusted: true });
@@ -206,9 +208,18 @@ describe('the retention job', () => {
         left = Number((await runner.one<{ n: number | string }>(COUNT_JTIS, { id: client.client_id }))!.n);
       }
       expect(left).toBe(0);
+      // The first run, at a random time within the interval, has handed over to the interval.
+      expect(scheduler.getTimeouts()).toEqual([]);
+      expect(scheduler.getIntervals().sort()).toEqual([
+        'retention',
+        'revoked-list.sync',
+        'signing-keys.refresh',
+        'signing-keys.rotation-check',
+      ]);
     } finally {
       await timed.close();
     }
+    expect(scheduler.getIntervals()).toEqual([]);
   });
 
   it('runs on one instance at a time: while another holds the lock (PostgreSQL), it deletes nothing', async () => {
