@@ -4,6 +4,7 @@
  * - `config`, `database` and `common` are what every feature builds on: they import no feature;
  * - `auth` (the resource server's guard) never imports `oauth` (the authorization server);
  * - `keys` (signing keys) does not import `auth`, which verifies with them;
+ * - `retention` (the pruning job) imports no feature: each feature contributes its prune steps to it;
  * - a feature imports another only through what sits at the top of that feature's folder (its module class,
  *   services, repositories, decorators, events, `index.ts`) or its `entities/`: the subfolders (`migrations/`,
  *   `commands/`, `dto/`, the authorization server's `endpoints/`, `grants/`, …) are the feature's own;
@@ -36,6 +37,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/keys/', pathNot: '\\.spec\\.ts$' },
       to: { path: '^src/auth/' },
+    },
+    {
+      name: 'retention-imports-no-feature',
+      comment:
+        'The retention job finds the prune steps that features contribute (@ExpiringRows); it never names a feature, so adding one does not touch it.',
+      severity: 'error',
+      from: { path: '^src/retention/', pathNot: '\\.spec\\.ts$' },
+      to: { path: '^src/', pathNot: [INFRASTRUCTURE, '^src/retention/', '^src/metrics/'] },
     },
     {
       name: 'feature-through-its-surface',

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
@@ -15,6 +16,7 @@ import { KeysModule } from './keys/keys.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OAuthModule } from './oauth/oauth.module';
+import { RetentionModule } from './retention/retention.module';
 
 @Module({
   imports: [
@@ -23,6 +25,8 @@ import { OAuthModule } from './oauth/oauth.module';
     DatabaseModule,
     MetricsModule,
     EventEmitterModule.forRoot(),
+    // The periodic jobs (retention, the revoked-list sync, the signing keys' refresh and rotation check).
+    ScheduleModule.forRoot(),
     CommonModule,
     RateLimitModule,
     KeysModule,
@@ -33,6 +37,7 @@ import { OAuthModule } from './oauth/oauth.module';
     // registered, and every API call would otherwise walk past some sixty OAuth routes first.
     ...FEATURE_MODULES,
     OAuthModule,
+    RetentionModule,
     HealthModule,
     DemoModule,
   ],

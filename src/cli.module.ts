@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { ScheduleModule } from '@nestjs/schedule';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -22,6 +23,9 @@ import { UsersCommandsModule } from './users/commands/users-commands.module';
     // The services the feature modules share report to it; the command line serves no metrics.
     MetricsModule,
     EventEmitterModule.forRoot(),
+    // The shared services' refreshes (revoked list, signing keys) register with it; their timers do not delay a
+    // command's exit and stop when it closes.
+    ScheduleModule.forRoot(),
     RateLimitModule,
     ...FEATURE_MODULES,
     UsersCommandsModule,

@@ -6,7 +6,7 @@ import { AuditRepository } from './audit.repository';
 import { AuditEvent } from './audit-event.entity';
 import { AuditConfig } from './audit.config';
 import { AuditEventsController } from './audit-events.controller';
-import { AuditRetentionService } from './audit-retention.service';
+import { AuditRetention } from './audit.retention';
 import { AuditService } from './audit.service';
 
 /**
@@ -16,7 +16,7 @@ import { AuditService } from './audit.service';
 @Module({
   imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig)],
   controllers: [AuditEventsController],
-  providers: [AuditService, AuditRepository, AuditRetentionService, SqlRunner],
+  providers: [AuditService, AuditRepository, AuditRetention, SqlRunner],
   exports: [AuditService],
 })
 export class AuditModule {}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThan, type Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import { SqlRunner, Statement, type StatementWrite } from '../database/sql';
 import { AuditEvent } from './audit-event.entity';
 import type { AuditEventsQueryDto } from './dto/audit-events-query.dto';
@@ -16,6 +16,11 @@ export const AUDIT_ROW = {
 } as const;
 
 const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})`);
+/** Retention: a batch of the events older than a time, found through its index; planned at each run (the time moves). */
+const DELETE_BEFORE = new Statement(
+  `DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE at < :before LIMIT :batch)`,
+  { unprepared: true },
+);
 
 /** The audit module's one way to its table. */
 @Injectable()
@@ -73,8 +78,8 @@ export class AuditRepository {
     return qb.getManyAndCount();
   }
 
-  /** Deletes the events older than `before` (epoch ms); returns how many. */
-  async deleteBefore(before: number): Promise<number> {
-    return (await this.events.delete({ at: LessThan(before) })).affected ?? 0;
+  /** Deletes up to `batch` of the events older than `before` (epoch ms); returns how many. */
+  async deleteBefore(before: number, batch: number): Promise<number> {
+    return (await this.db.run(DELETE_BEFORE, { before, batch })).affected;
   }
 }

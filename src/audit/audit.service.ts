@@ -111,11 +111,6 @@ export class AuditService {
     const [rows, total] = await this.events.page(query);
     return { data: rows.map(view), page: { limit: query.limit, offset: query.offset, total } };
   }
-
-  /** Forgets the events older than `before` (epoch ms); returns how many. */
-  async prune(before: number): Promise<number> {
-    return this.events.deleteBefore(before);
-  }
 }
 
 function view(event: AuditEvent): AuditEventView {

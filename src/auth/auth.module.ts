@@ -18,6 +18,7 @@ import { ProtectedResourceMetadataController } from './protected-resource-metada
 import { RevokedGrantsRepository } from './revoked-grants.repository';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
+import { AuthRetention } from './auth.retention';
 
 /**
  * The resource server's side of OAuth, which every feature module relies on: the global bearer guard (deny by
@@ -47,6 +48,7 @@ import { RouteAccessCheck } from './route-access.check';
     DpopProofs,
     DpopNonces,
     DpopProofsRepository,
+    AuthRetention,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
   ],
   // Callers: for modules whose records belong to people (owner or administrator), without importing users.

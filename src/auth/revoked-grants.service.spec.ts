@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { describe, expect, it } from 'vitest';
 import type { AppConfig } from '../config/app-config';
 import type { AuthConfig } from './auth.config';
@@ -34,7 +35,7 @@ describe('RevokedGrantsService.sync', () => {
   it('reads a long list a page at a time, letting other work run between pages, and resumes from the cursor', async () => {
     const events: string[] = [];
     const { entries, made } = listOf([1_000, 1_000, 3], events);
-    const service = new RevokedGrantsService(entries, config, authConfig);
+    const service = new RevokedGrantsService(entries, config, authConfig, new SchedulerRegistry());
 
     const synced = service.sync();
     // Scheduled once the sync has started: runs between its pages when it yields, after them when it does not.

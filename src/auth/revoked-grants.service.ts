@@ -1,4 +1,5 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppConfig } from '../config/app-config';
 import type { StatementWrite } from '../database/sql';
@@ -41,6 +42,8 @@ interface Revocation {
 }
 
 const PAGE_ROWS = 1_000;
+/** The sync's name in the scheduler's registry. */
+export const REVOKED_LIST_SYNC = 'revoked-list.sync';
 
 /**
  * The revoked list: the grants (and whole clients and people) whose access tokens may still be unexpired, held in
@@ -50,30 +53,27 @@ const PAGE_ROWS = 1_000;
  * whole-client and whole-person entries in a map.
  */
 @Injectable()
-export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown {
+export class RevokedGrantsService implements OnModuleInit {
   private readonly logger = new Logger(RevokedGrantsService.name);
   private readonly grants = new GrantIdTable();
   /** Entries that are not a grant id (client, person, client credentials), by their id: when and until when. */
   private readonly subjects = new Map<string, Revocation>();
   /** Where the next sync reads from: every entry written below it has been read (the repository's `cursor()`). */
   private cursor = 0;
-  private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
 
   constructor(
     private readonly entries: RevokedGrantsRepository,
     private readonly config: AppConfig,
     private readonly authConfig: AuthConfig,
+    private readonly scheduler: SchedulerRegistry,
   ) {}
 
   async onModuleInit(): Promise<void> {
     await this.sync();
-    this.timer = setInterval(() => void this.sync(), this.authConfig.revocationSyncSeconds * 1000);
-    this.timer.unref();
-  }
-
-  onApplicationShutdown(): void {
-    if (this.timer) clearInterval(this.timer);
+    // Not keeping the process alive; the scheduler clears it when the application shuts down.
+    const every = setInterval(() => void this.sync(), this.authConfig.revocationSyncSeconds * 1000).unref();
+    this.scheduler.addInterval(REVOKED_LIST_SYNC, every);
   }
 
   /**
@@ -146,11 +146,6 @@ export class RevokedGrantsService implements OnModuleInit, OnApplicationShutdown
     const known = this.subjects.get(id);
     // Revoked again (a client's client-credentials tokens): the later time counts.
     if (!known || known.at < at) this.subjects.set(id, { at, until });
-  }
-
-  /** Deletes up to `batch` stored entries that expired before `cutoff` (retention); returns how many. */
-  deleteExpired(cutoff: number, batch: number): Promise<number> {
-    return this.entries.deleteExpired(cutoff, batch);
   }
 
   /** Reads the entries revoked since the last sync (at start: every live one); one sync at a time. */

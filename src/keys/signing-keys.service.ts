@@ -1,5 +1,6 @@
 import { type KeyObject, createPrivateKey, createPublicKey } from 'node:crypto';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import { AuditService } from '../audit/audit.service';
 import type { AuditEvent } from '../audit/audit-event.entity';
@@ -19,10 +20,10 @@ interface LoadedKey extends KeyTimeline {
   publicJwk: JWK;
 }
 
-/** A key pair made to be stored; its lifecycle columns are set by the action that stores it. */
-
 /** How often every instance re-reads the keys, so a rotation reaches all of them within a minute. */
 const RELOAD_INTERVAL_MS = 30_000;
+/** The re-read's name in the scheduler's registry. */
+export const SIGNING_KEYS_REFRESH = 'signing-keys.refresh';
 /** An unknown `kid` triggers a reload at most this often. */
 const UNKNOWN_KID_RELOAD_MS = 1_000;
 /** Stands for the kid of a key not made yet, when planning only to learn whether one is needed. */
@@ -34,13 +35,12 @@ const NOT_MADE_YET = '';
  * key signs and which are published: a key planned to activate at an instant signs on every instance from then.
  */
 @Injectable()
-export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
+export class SigningKeysService implements OnModuleInit {
   private readonly logger = new Logger(SigningKeysService.name);
   private keys: LoadedKey[] = [];
   private byKid = new Map<string, LoadedKey>();
   private lastReload = 0;
   private reloading: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
 
   private readonly encryption: KeyEncryption;
   /** The key-encryption key being replaced (OLD_KEY_ENCRYPTION_KEY): still opens what it sealed meanwhile. */
@@ -52,6 +52,7 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
     keysConfig: KeysConfig,
     @Inject(KEY_CLOCK) private readonly clock: KeyClock,
     private readonly audit: AuditService,
+    private readonly scheduler: SchedulerRegistry,
   ) {
     this.encryption = new KeyEncryption(keysConfig.keyEncryptionKey);
     this.previous = new KeyEncryption(keysConfig.oldKeyEncryptionKey);
@@ -83,12 +84,9 @@ export class SigningKeysService implements OnModuleInit, OnApplicationShutdown {
       );
       await this.reload();
     }
-    this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  onApplicationShutdown(): void {
-    if (this.timer) clearInterval(this.timer);
+    // Not keeping the process alive; the scheduler clears it when the application shuts down.
+    const every = setInterval(() => void this.reload().catch(() => undefined), RELOAD_INTERVAL_MS).unref();
+    this.scheduler.addInterval(SIGNING_KEYS_REFRESH, every);
   }
 
   /**

@@ -5,6 +5,7 @@ import { SqlRunner } from '../database/sql';
 import { KeysConfig } from '../keys/keys.config';
 import { MfaConfig } from './mfa.config';
 import { MfaKeysRepository } from './mfa-keys.repository';
+import { MfaRetention } from './mfa.retention';
 import { PasskeysRepository } from './passkeys.repository';
 import { PasskeysService } from './passkeys.service';
 import { RecoveryCodeKey } from './recovery-code-key';
@@ -29,6 +30,7 @@ import { UsersModule } from '../users/users.module';
     PasskeysRepository,
     PasskeysService,
     SignInFactorsService,
+    MfaRetention,
     SqlRunner,
   ],
   exports: [SecondFactorsService, PasskeysService, SignInFactorsService],

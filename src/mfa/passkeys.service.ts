@@ -238,11 +238,6 @@ export class PasskeysService {
     return removed;
   }
 
-  /** For the retention job: up to `batch` challenges that expired before `cutoff` unanswered; how many. */
-  deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
-    return this.passkeys.deleteExpiredChallenges(cutoff, batch);
-  }
-
   private async storeChallenge(challenge: string, purpose: ChallengePurpose, userId: string | null): Promise<string> {
     const secret = randomSecret();
     await this.passkeys.insertChallenge(hashSecret(secret), challenge, purpose, userId, Date.now() + CHALLENGE_TTL_MS);

@@ -223,11 +223,6 @@ export class SecondFactorsService {
     await this.factors.deleteChallenge(hashSecret(secret));
   }
 
-  /** For the retention job: up to `batch` sign-ins that expired before `cutoff` without their code; how many. */
-  deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
-    return this.factors.deleteExpiredChallenges(cutoff, batch);
-  }
-
   /** `keys:reencrypt`: every authenticator secret sealed under KEY_ENCRYPTION_KEY (plain ones, and the old key's). */
   @OnEvent(KEYS_REENCRYPTING, { promisify: true, suppressErrors: false })
   async reseal(): Promise<ResealedSecrets> {

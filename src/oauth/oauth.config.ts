@@ -7,7 +7,6 @@ export class OAuthConfig {
     'AUTH_CODE_TTL',
     'SESSION_TTL',
     'ALLOW_HTTP_REDIRECT_URIS',
-    'PRUNE_INTERVAL_SECONDS',
     'REQUIRE_PUSHED_AUTHORIZATION_REQUESTS',
   ] as const;
   /** Absolute lifetime of a refresh-token family: rotation never extends it. */
@@ -16,8 +15,6 @@ export class OAuthConfig {
   readonly sessionTtl: number;
   /** `ALLOW_HTTP_REDIRECT_URIS=1`: plain-http redirect URIs on other hosts than loopback even in production (a lab). */
   readonly allowHttpRedirectUris: boolean;
-  /** How often one instance deletes what nothing can use any more (see RetentionService); 0: never. */
-  readonly pruneIntervalSeconds: number;
   /** `REQUIRE_PUSHED_AUTHORIZATION_REQUESTS=1`: every client pushes its authorization requests (RFC 9126, FAPI 2.0). */
   readonly requirePushedRequests: boolean;
 
@@ -25,7 +22,6 @@ export class OAuthConfig {
     this.refreshTokenTtl = wholeSeconds(env, 'REFRESH_TOKEN_TTL', 2_592_000);
     this.authCodeTtl = wholeSeconds(env, 'AUTH_CODE_TTL', 60);
     this.sessionTtl = wholeSeconds(env, 'SESSION_TTL', 28_800);
-    this.pruneIntervalSeconds = wholeSeconds(env, 'PRUNE_INTERVAL_SECONDS', 600, 0);
     this.allowHttpRedirectUris = env.ALLOW_HTTP_REDIRECT_URIS === '1' || env.ALLOW_HTTP_REDIRECT_URIS === 'true';
     this.requirePushedRequests = env.REQUIRE_PUSHED_AUTHORIZATION_REQUESTS === '1' || env.REQUIRE_PUSHED_AUTHORIZATION_REQUESTS === 'true';
   }

@@ -7,7 +7,7 @@ import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
 import { SqlRunner } from '../database/sql';
 import { RetentionRepository } from './retention.repository';
-import { RetentionService } from './retention.service';
+import { OAuthRetention } from './oauth.retention';
 import { KeysModule } from '../keys/keys.module';
 import { MfaModule } from '../mfa/mfa.module';
 import { SigningKeysService } from '../keys/signing-keys.service';
@@ -173,7 +173,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     RegistrationService,
     UserInfoService,
     ClientMetadataDocuments,
-    RetentionService,
+    OAuthRetention,
     RetentionRepository,
     oauthPagesProvider,
   ],

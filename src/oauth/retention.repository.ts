@@ -55,20 +55,20 @@ const STEPS: { table: string; statement: Statement; cutoff: PruneCutoff }[] = [
   },
 ];
 
-/** One table's pruning: deletes up to `batch` of its rows past `cutoff`, returns how many. */
-export interface PruneStep {
+/** One table's deletion: up to `batch` of its rows past `cutoff` (of the kind the step names), returns how many. */
+export interface CutoffStep {
   table: string;
   cutoff: PruneCutoff;
   deleteBatch(cutoff: number, batch: number): Promise<number>;
 }
 
-/** The authorization server's rows that nothing can use any more, deleted a batch at a time. */
+/** The authorization server's rows that nothing can use any more, deleted a batch at a time (see OAuthRetention). */
 @Injectable()
 export class RetentionRepository {
   constructor(private readonly db: SqlRunner) {}
 
   /** The steps, in the order they run (children before their grants). */
-  steps(): PruneStep[] {
+  steps(): CutoffStep[] {
     return STEPS.map(({ table, statement, cutoff }) => ({
       table,
       cutoff,

@@ -1,7 +1,8 @@
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlRunner, sql } from '../../src/database/sql';
-import { RetentionService } from '../../src/oauth/retention.service';
+import { RetentionService } from '../../src/retention/retention.service';
 import { PasskeysService } from '../../src/mfa/passkeys.service';
 import { PushedRequestsService } from '../../src/oauth/par/pushed-requests.service';
 import { SecondFactorsService } from '../../src/mfa/second-factors.service';
@@ -37,11 +38,15 @@ const EXPIRE_WEBAUTHN = sql`UPDATE webauthn_challenges SET expires_at = :at WHER
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
 const CODE_GRANT = sql`SELECT grant_id FROM authorization_codes WHERE code_hash = :codeHash`;
 const INSERT_JTI = sql`INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)`;
+const INSERT_AUDIT = sql`INSERT INTO audit_events (id, at, type, actor) VALUES (:id, :at, :type, 'system')`;
+const COUNT_AUDIT = sql`SELECT COUNT(*) AS n FROM audit_events WHERE type = :id`;
+const DAY = 86_400_000;
 
 /**
  * Retention: what nothing can use any more is deleted — codes past their replay window, ended grants with their
  * refresh tokens and codes, expired sessions, used client-assertion ids, revoked-list entries past every token's
- * life — in batches, while everything still in use stays and keeps working.
+ * life, audit events past AUDIT_RETENTION_DAYS — each module's steps in one job, in batches, while everything still
+ * in use stays and keeps working.
  */
 describe('the retention job', () => {
   let t: TestApp;
@@ -124,6 +129,10 @@ describe('the retention job', () => {
     // Used DPoP proofs: one too old to be accepted again, one still recent.
     await db.run(INSERT_PROOF, { id: 'old-proof', expiresAt: now - 1_000 });
     await db.run(INSERT_PROOF, { id: 'recent-proof', expiresAt: now + 60_000 });
+    // Audit events: more older than AUDIT_RETENTION_DAYS (90) than one batch deletes, and one a day younger.
+    const oldEvents = 2_500;
+    for (let i = 0; i < oldEvents; i++) await db.run(INSERT_AUDIT, { id: `old-${i}`, at: now - 91 * DAY, type: 'test.old' });
+    await db.run(INSERT_AUDIT, { id: 'younger', at: now - 89 * DAY, type: 'test.younger' });
 
     const deleted = await t.app.get(RetentionService).prune(now);
     expect(deleted).toEqual({
@@ -138,6 +147,7 @@ describe('the retention job', () => {
       dpop_proofs: 1,
       webauthn_challenges: 1,
       revoked_grants: 1,
+      audit_events: oldEvents,
     });
 
     expect(await count(COUNT_GRANT, endedGrant)).toBe(0);
@@ -163,6 +173,8 @@ describe('the retention job', () => {
     expect(await count(COUNT_PROOF, 'recent-proof')).toBe(1);
     expect(await count(COUNT_WEBAUTHN, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_WEBAUTHN, waiting.id)).toBe(1);
+    expect(await count(COUNT_AUDIT, 'test.old')).toBe(0);
+    expect(await count(COUNT_AUDIT, 'test.younger')).toBe(1);
 
     // What stays still works; what went is gone for its holder too.
     const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: liveRotated.body.refresh_token });
@@ -191,11 +203,13 @@ describe('the retention job', () => {
       dpop_proofs: 0,
       webauthn_challenges: 0,
       revoked_grants: 0,
+      audit_events: 0,
     });
   }, 120_000);
 
-  it('runs on its own every PRUNE_INTERVAL_SECONDS', async () => {
+  it('runs on its own every PRUNE_INTERVAL_SECONDS, a job of the scheduler cleared at shutdown with the others', async () => {
     const timed = await createTestApp({ ...NO_RATE_LIMITS, PRUNE_INTERVAL_SECONDS: '1' });
+    const scheduler = timed.app.get(SchedulerRegistry);
     try {
       const runner = timed.app.get(SqlRunner);
       const client = await registerClient(timed, { trusted: true });
@@ -206,9 +220,18 @@ describe('the retention job', () => {
         left = Number((await runner.one<{ n: number | string }>(COUNT_JTIS, { id: client.client_id }))!.n);
       }
       expect(left).toBe(0);
+      // The first run, at a random time within the interval, has handed over to the interval.
+      expect(scheduler.getTimeouts()).toEqual([]);
+      expect(scheduler.getIntervals().sort()).toEqual([
+        'retention',
+        'revoked-list.sync',
+        'signing-keys.refresh',
+        'signing-keys.rotation-check',
+      ]);
     } finally {
       await timed.close();
     }
+    expect(scheduler.getIntervals()).toEqual([]);
   });
 
   it('runs on one instance at a time: while another holds the lock (PostgreSQL), it deletes nothing', async () => {

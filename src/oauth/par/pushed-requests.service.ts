@@ -60,9 +60,4 @@ export class PushedRequestsService {
     const params = kept.length ? { ...rest, prompt: kept.join(' ') } : rest;
     await this.requests.settle(request.id, JSON.stringify(params), Date.now());
   }
-
-  /** For the retention job: up to `batch` requests that expired before `cutoff`; how many. */
-  deleteExpired(cutoff: number, batch: number): Promise<number> {
-    return this.requests.deleteExpired(cutoff, batch);
-  }
 }
