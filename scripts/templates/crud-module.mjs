@@ -44,10 +44,20 @@ export function renderModule({ plural, singular, owned = false, timestamp }) {
   };
 }
 
-const entity = (n) => `import { Column, Entity, PrimaryColumn } from 'typeorm';
+// The entity declares the migration's indexes, by name, with their columns in order: the schema-drift suite fails
+// when the two differ.
+const entity = (n) => `import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../database/columns';
 
 @Entity('${n.table}')
+${
+  n.owned
+    ? `@Index('uq_${n.table}_owner_name', ['ownerId', 'name'], { unique: true })
+@Index('idx_${n.table}_owner_created', ['ownerId', 'createdAt', 'id'])`
+    : `@Index('uq_${n.table}_name', ['name'], { unique: true })`
+}
+@Index('idx_${n.table}_name', ['name', 'id'])
+@Index('idx_${n.table}_created', ['createdAt', 'id'])
 export class ${n.Singular} {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id: string;

@@ -1,9 +1,12 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { EpochMsColumn } from '../database/columns';
 
 /** One security event (see `AUDIT_EVENT_TYPES`). Users and clients are kept by id, without foreign keys: the
  * trail outlives what it speaks of. */
 @Entity('audit_events')
+@Index('idx_audit_events_at', ['at', 'seq'])
+@Index('idx_audit_events_user', ['userId', 'at', 'seq'])
+@Index('idx_audit_events_client', ['clientId', 'at', 'seq'])
 export class AuditEvent {
   /** Insertion order: the tie-break of events in the same millisecond. Never shown. */
   @PrimaryGeneratedColumn({ type: 'bigint' })

@@ -2,12 +2,14 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { SqlRunner } from '../database/sql';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
 import { AuthConfig } from './auth.config';
 import { DpopConfig } from './dpop.config';
 import { DpopNonces } from './dpop-nonces';
+import { DpopProof } from './dpop-proof.entity';
 import { DpopProofs } from './dpop-proofs.service';
 import { DpopProofsRepository } from './dpop-proofs.repository';
 import { Callers } from './callers';
@@ -15,6 +17,7 @@ import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
 import { BearerStrategy } from './bearer.strategy';
 import { ProtectedResourceMetadataController } from './protected-resource-metadata.controller';
+import { RevokedGrant } from './revoked-grant.entity';
 import { RevokedGrantsRepository } from './revoked-grants.repository';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
@@ -28,6 +31,7 @@ import { AuthRetention } from './auth.retention';
  */
 @Module({
   imports: [
+    TypeOrmModule.forFeature([RevokedGrant, DpopProof]),
     AppConfigModule.forFeature(AuthConfig),
     AppConfigModule.forFeature(DpopConfig),
     DiscoveryModule,

@@ -16,20 +16,16 @@ interface RevokedRow {
   change_seq: string | number;
 }
 
-/**
- * Revoked again (a client's client-credentials tokens): the later time counts. Each write takes a new `change_seq`:
- * on PostgreSQL its transaction's id (the column's default), on SQLite, where writes take turns, one more than the
- * highest.
- */
-const UPSERT_REVOKED_GRANT = new Statement({
-  postgres: `
-    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
-    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = DEFAULT`,
-  sqlite: `
-    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq)
-    VALUES (:grantId, :now, :expiresAt, (SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants))
-    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`,
-});
+/** Each write's `change_seq`: on PostgreSQL its transaction's id; on SQLite, where writes take turns, one more than the highest. */
+const NEXT_CHANGE = {
+  postgres: 'pg_current_xact_id()::text::bigint',
+  sqlite: '(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants)',
+};
+const upsert = (changeSeq: string) => `
+  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq) VALUES (:grantId, :now, :expiresAt, ${changeSeq})
+  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`;
+/** Revoked again (a client's client-credentials tokens): the later time counts, and the write is numbered again. */
+const UPSERT_REVOKED_GRANT = new Statement({ postgres: upsert(NEXT_CHANGE.postgres), sqlite: upsert(NEXT_CHANGE.sqlite) });
 /** The live entries written at or after a cursor (`change_seq`, then `grant_id`), in that order, a page at a time. */
 const PAGE_FROM = new Statement(
   `SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants

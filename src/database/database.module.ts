@@ -23,6 +23,19 @@ async function migrated(options: Extract<DataSourceOptions, { type: 'postgres' }
   }
 }
 
+/**
+ * SQLite: a key the database numbers (AUTOINCREMENT) must be declared `integer`, which is 64-bit there; the entities
+ * declare PostgreSQL's `bigint`. TypeORM has no column type per database, so the metadata says `integer` on SQLite,
+ * as the table does (the schema-drift suite compares the two).
+ */
+function sqliteIncrementKeys(dataSource: DataSource): void {
+  for (const entity of dataSource.entityMetadatas) {
+    for (const column of entity.generatedColumns) {
+      if (column.generationStrategy === 'increment' && column.type === 'bigint') column.type = 'integer';
+    }
+  }
+}
+
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
@@ -41,6 +54,7 @@ async function migrated(options: Extract<DataSourceOptions, { type: 'postgres' }
         }
         // SQLite (perhaps `:memory:`, a database per connection): the migrations run on the connection that serves.
         const dataSource = await new DataSource({ ...options!, migrationsRun: false }).initialize();
+        sqliteIncrementKeys(dataSource);
         try {
           await withStartupLock(dataSource, () => dataSource.runMigrations());
         } catch (error) {

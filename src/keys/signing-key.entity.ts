@@ -19,7 +19,7 @@ export class SigningKey {
   createdAt: number;
 
   /** When it signs from. */
-  @EpochMsColumn()
+  @EpochMsColumn({ default: 0 })
   activatesAt: number;
 
   /** When it stops signing (its successor's activation); null while no successor is planned. */
@@ -31,6 +31,6 @@ export class SigningKey {
   unpublishesAt: number | null;
 
   /** The lifecycle state last recorded by the rotation check. */
-  @Column({ type: 'varchar', length: 16 })
+  @Column({ type: 'varchar', length: 16, default: 'active' })
   state: KeyState;
 }

@@ -33,9 +33,12 @@ import { AccountSecurityController } from './interaction/account-security.contro
 import { GrantsRepository } from './grants/grants.repository';
 import { ConnectedAppsService } from './interaction/connected-apps.service';
 import { AuthorizationCode } from './entities/authorization-code.entity';
+import { ClientAssertionJti } from './entities/client-assertion-jti.entity';
 import { Client } from './entities/client.entity';
 import { Consent } from './entities/consent.entity';
+import { DeviceAuthorization } from './entities/device-authorization.entity';
 import { Grant } from './entities/grant.entity';
+import { PushedRequest } from './entities/pushed-request.entity';
 import { RefreshToken } from './entities/refresh-token.entity';
 import { Session } from './entities/session.entity';
 import { GrantRevocationService } from './grants/grant-revocation.service';
@@ -92,7 +95,17 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
  */
 @Module({
   imports: [
-    TypeOrmModule.forFeature([Client, Session, AuthorizationCode, Grant, RefreshToken, Consent]),
+    TypeOrmModule.forFeature([
+      Client,
+      Session,
+      AuthorizationCode,
+      Grant,
+      RefreshToken,
+      Consent,
+      ClientAssertionJti,
+      PushedRequest,
+      DeviceAuthorization,
+    ]),
     oauthConfig,
     AppConfigModule.forFeature(RegistrationConfig),
     AppConfigModule.forFeature(ClientMetadataConfig),

@@ -6,6 +6,6 @@ export class UserCount {
   @PrimaryColumn({ type: 'varchar', length: 10 })
   gender: string;
 
-  @Column({ type: 'integer' })
+  @Column({ type: 'integer', default: 0 })
   total: number;
 }

@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../database/columns';
 
 export const GENDERS = ['female', 'male', 'other'] as const;
@@ -6,7 +6,16 @@ export type Gender = (typeof GENDERS)[number];
 export const ROLES = ['user', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
+/** Every list query is served by an index: the gender filter, the sort key and the id tie-break; and each sort alone. */
 @Entity('users')
+@Index('idx_users_gender_age', ['gender', 'age', 'id'])
+@Index('idx_users_age', ['age', 'id'])
+@Index('idx_users_gender_name', ['gender', 'name', 'id'])
+@Index('idx_users_name', ['name', 'id'])
+@Index('idx_users_gender_email', ['gender', 'email', 'id'])
+@Index('idx_users_email', ['email', 'id'])
+@Index('idx_users_gender_created_at', ['gender', 'createdAt', 'id'])
+@Index('idx_users_created_at', ['createdAt', 'id'])
 export class User {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id: string;
@@ -15,7 +24,7 @@ export class User {
   email: string;
 
   /** Lower-cased email: the unique key, so that uniqueness is case-insensitive. */
-  @Column({ type: 'varchar', length: 254 })
+  @Column({ type: 'varchar', length: 254, unique: true })
   emailNormalized: string;
 
   @Column({ type: 'varchar', length: 255, select: false })
@@ -30,7 +39,7 @@ export class User {
   @Column({ type: 'integer' })
   age: number;
 
-  @Column({ type: 'varchar', length: 10 })
+  @Column({ type: 'varchar', length: 10, default: 'user' })
   role: Role;
 
   @EpochMsColumn()

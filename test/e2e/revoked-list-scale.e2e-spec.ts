@@ -41,8 +41,9 @@ async function insertRevokedGrants(db: TestDatabase, now: number): Promise<void>
   const client = new Client({ connectionString: db.url });
   await client.connect();
   await client.query(
-    `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at)
-     SELECT gen_random_uuid()::text, $2::bigint - 300000 + i / 10, $3::bigint FROM generate_series(1, $1::int) i`,
+    `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq)
+     SELECT gen_random_uuid()::text, $2::bigint - 300000 + i / 10, $3::bigint, pg_current_xact_id()::text::bigint
+     FROM generate_series(1, $1::int) i`,
     [ROWS, now, expiresAt],
   );
   await client.end();

@@ -98,11 +98,10 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
       // A revocation whose transaction starts first (its id is the lower) and stays open...
       const early = randomUUID();
       await slow.query('BEGIN');
-      await slow.query(`INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES ($1, $2, $3)`, [
-        early,
-        Date.now(),
-        Date.now() + 3_600_000,
-      ]);
+      await slow.query(
+        `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq) VALUES ($1, $2, $3, pg_current_xact_id()::text::bigint)`,
+        [early, Date.now(), Date.now() + 3_600_000],
+      );
       // ...while a later one commits and another instance's sync reads it.
       const late = randomUUID();
       await a.app.get(RevokedGrantsService).revoke([late]);

@@ -7,14 +7,10 @@ import { type MigrationInterface, type QueryRunner, TableIndex } from 'typeorm';
  */
 export class RevokedListCursor1795935215942 implements MigrationInterface {
   async up(queryRunner: QueryRunner): Promise<void> {
-    if (queryRunner.connection.options.type === 'postgres') {
-      await queryRunner.query(
-        `ALTER TABLE "revoked_grants" ADD COLUMN "change_seq" bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)`,
-      );
-    } else {
-      await queryRunner.query(`ALTER TABLE "revoked_grants" ADD COLUMN "change_seq" bigint NOT NULL DEFAULT 0`);
-      await queryRunner.query(`UPDATE "revoked_grants" SET "change_seq" = rowid`);
-    }
+    // The writes set it (the repository's upsert); the entries already there are numbered here.
+    await queryRunner.query(`ALTER TABLE "revoked_grants" ADD COLUMN "change_seq" bigint NOT NULL DEFAULT 0`);
+    const postgres = queryRunner.connection.options.type === 'postgres';
+    await queryRunner.query(`UPDATE "revoked_grants" SET "change_seq" = ${postgres ? 'pg_current_xact_id()::text::bigint' : 'rowid'}`);
     await queryRunner.createIndex(
       'revoked_grants',
       new TableIndex({ name: 'idx_revoked_grants_change_seq', columnNames: ['change_seq', 'grant_id'] }),

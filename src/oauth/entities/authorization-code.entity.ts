@@ -1,12 +1,20 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
+import { Grant } from './grant.entity';
 
+/**
+ * A code issued by /authorize, as its hash. A redeemed code stays with its grant, so that a replay is recognised
+ * (and revokes the grant); the retention job deletes the expired ones never redeemed by the partial index.
+ */
 @Entity('authorization_codes')
+@Index('idx_codes_grant', ['grantId'])
+@Index('idx_codes_unredeemed_expires', ['expiresAt'], { where: '"consumed_at" IS NULL' })
 export class AuthorizationCode {
   @PrimaryColumn({ type: 'varchar', length: 64 })
   codeHash: string;
 
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => Grant, { onDelete: 'CASCADE' })
   grantId: string;
 
   @Column({ type: 'varchar', length: 255 })
@@ -37,4 +45,8 @@ export class AuthorizationCode {
   /** The authorization request's `nonce` (OpenID Connect), repeated in the ID token of this code only. */
   @Column({ type: 'text', nullable: true })
   nonce: string | null;
+
+  /** RFC 9449 10: the code is redeemed only with a DPoP proof of this key (its thumbprint); null: not bound. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  dpopJkt: string | null;
 }

@@ -1,6 +1,6 @@
 import type { Acr } from '../../auth/acr';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { EpochMsColumn } from '../../database/columns';
+import { EpochMsColumn, FlagColumn } from '../../database/columns';
 import type { JwkSet } from '../client-auth/client-jwks';
 
 /** RFC 8693 token exchange: a client trades an access token of this server for another one (delegation). */
@@ -45,6 +45,7 @@ export class Client {
    */
   @Column({
     type: 'text',
+    default: 'authorization_code refresh_token',
     transformer: { to: (v: GrantType[]) => v.join(' '), from: (v: string) => v.split(' ').filter(Boolean) as GrantType[] },
   })
   grantTypes: GrantType[];
@@ -62,6 +63,7 @@ export class Client {
    */
   @Column({
     type: 'text',
+    default: '',
     transformer: { to: (v: string[]) => v.join(' '), from: (v: string) => v.split(' ').filter(Boolean) },
   })
   resources: string[];
@@ -129,10 +131,10 @@ export class Client {
   minimumAcr: Acr | null;
 
   /** RFC 9126: its authorization requests must be pushed (`/par`) and sent to /authorize as a `request_uri`. */
-  @Column({ type: 'boolean', default: false })
+  @FlagColumn({ default: false })
   requirePushedRequests: boolean;
 
   /** RFC 9449 5.2 `dpop_bound_access_tokens`: every token request carries a DPoP proof, so its tokens are bound to a key. */
-  @Column({ type: 'boolean', default: false })
+  @FlagColumn({ default: false })
   dpopBoundAccessTokens: boolean;
 }

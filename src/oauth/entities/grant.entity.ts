@@ -1,16 +1,23 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
+import { User } from '../../users/user.entity';
+import { Client } from './client.entity';
 
 /** One authorization: a code and the chain of refresh tokens rotated from it. Access tokens carry its id. */
 @Entity('grants')
+@Index('idx_grants_user', ['userId'])
+@Index('idx_grants_client', ['clientId'])
+@Index('idx_grants_expires', ['expiresAt'])
 export class Grant {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id: string;
 
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => User, { onDelete: 'CASCADE' })
   userId: string;
 
   @Column({ type: 'varchar', length: 255 })
+  @ForeignKey(() => Client, { onDelete: 'CASCADE' })
   clientId: string;
 
   @Column({ type: 'text' })

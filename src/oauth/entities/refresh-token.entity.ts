@@ -1,12 +1,15 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
+import { Grant } from './grant.entity';
 
 @Entity('refresh_tokens')
+@Index('idx_refresh_grant', ['grantId'])
 export class RefreshToken {
   @PrimaryColumn({ type: 'varchar', length: 64 })
   tokenHash: string;
 
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => Grant, { onDelete: 'CASCADE' })
   grantId: string;
 
   @Column({ type: 'varchar', length: 255 })

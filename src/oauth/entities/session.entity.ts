@@ -1,13 +1,17 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn } from '../../database/columns';
+import { User } from '../../users/user.entity';
 
 /** A login session; the cookie holds the secret, the table its SHA-256. */
 @Entity('sessions')
+@Index('idx_sessions_user', ['userId'])
+@Index('idx_sessions_expires', ['expiresAt'])
 export class Session {
   @PrimaryColumn({ type: 'varchar', length: 64 })
   id: string;
 
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => User, { onDelete: 'CASCADE' })
   userId: string;
 
   @Column({ type: 'varchar', length: 64 })
