@@ -44,10 +44,9 @@ async function bootstrap(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    new Logger('Bootstrap').log(`${signal} received, shutting down`);
-    const drain = app.get(ShutdownDrain);
-    drain
-      .begin()
+    app
+      .get(ShutdownDrain)
+      .begin(signal)
       .then(() => app.close())
       .then(() => stopTracing())
       .then(

@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from './database-errors';
 import { JsonTooDeepError } from './json-body';
 import { problem, sendProblem } from './problem';
 import { HttpProblemError } from './http-problem.error';
+import { NotReadyError, markStatusExpected } from './not-ready.error';
 import { requestIdOf } from './request-id.middleware';
 import { UnreadBodyError } from './unread-body';
 
@@ -65,6 +66,7 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.error({ requestId: requestIdOf(req), err: describe(exception) }, 'error after headers were sent');
       return;
     }
+    if (exception instanceof NotReadyError) markStatusExpected(res);
     const instance = req.originalUrl?.split('?')[0] ?? req.url;
     // No route matched (Nest's not-found handler): when the path exists with other methods, 405 with Allow.
     if (exception instanceof NotFoundException && req.route === undefined && this.answeredMethodMiss(req, res, instance)) return;
@@ -100,6 +102,8 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     if (exception instanceof ValidationFailedError) {
       return { status: 400, detail: exception.message, code: 'validation-error', headers, errors: exception.errors };
     }
+    if (exception instanceof NotReadyError)
+      return { status: 503, detail: 'The service is temporarily unavailable.', code: undefined, headers };
     if (exception instanceof HttpProblemError) {
       return { status: exception.status, detail: exception.message, code: exception.code, headers: { ...exception.headers } };
     }

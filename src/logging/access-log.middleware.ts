@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { isStatusExpected } from '../common/not-ready.error';
 import { requestIdOf } from '../common/request-id.middleware';
 
 /**
@@ -11,7 +12,8 @@ export type RequestObserver = (method: string, route: string | undefined, status
 
 /**
  * One JSON line per request, with pino-http's field names: request id, method, path (never the query string,
- * which may hold codes), matched route, status and duration in ms. No header, query or body is logged.
+ * which may hold codes), matched route, status and duration in ms. No header, query or body is logged. A 5xx is
+ * logged at error, but for an expected one (readiness saying "not ready", as at every deploy): at info.
  */
 export function accessLogMiddleware(logger: Logger, observe?: RequestObserver) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -26,7 +28,7 @@ export function accessLogMiddleware(logger: Logger, observe?: RequestObserver) {
         res: { statusCode: res.statusCode },
         responseTime: Math.round(ms),
       };
-      if (res.statusCode >= 500) logger.error(line, 'request errored');
+      if (res.statusCode >= 500 && !isStatusExpected(res)) logger.error(line, 'request errored');
       else logger.info(line, 'request completed');
       observe?.(req.method, route, res.statusCode, ms);
     });
