@@ -5,6 +5,8 @@ import { orderBody } from './factories';
 /** The built service driven from outside, as a browser and the demo client would: for the process-level suites. */
 
 export interface Demo {
+  /** The account the browser signs in with (the demo admin's when unset). */
+  email?: string;
   password: string;
   clientId: string;
   clientSecret: string;
@@ -17,11 +19,12 @@ export function demoFrom(output: string): Demo {
   return { password, clientId, clientSecret };
 }
 
+/** A cookie as a browser sends it back, by its name (`__Host-` prefixed when the issuer is https). */
 const cookieOf = (res: Response, name: string) =>
   res.headers
     .getSetCookie()
     .map((c) => c.split(';')[0])
-    .find((c) => c.startsWith(`${name}=`));
+    .find((c) => c.startsWith(`${name}=`) || c.startsWith(`__Host-${name}=`));
 
 export function cookiesOf(res: Response): string[] {
   return res.headers.getSetCookie().map((c) => c.split(';')[0]);
@@ -170,7 +173,7 @@ export class Driver {
         'content-type': 'application/x-www-form-urlencoded',
         cookie: [cookieOf(form, 'login_csrf'), this.session].filter(Boolean).join('; '),
       },
-      body: new URLSearchParams({ email: 'admin@example.com', password: this.demo.password, csrf, return_to: '/' }),
+      body: new URLSearchParams({ email: this.demo.email ?? 'admin@example.com', password: this.demo.password, csrf, return_to: '/' }),
     });
     await expectStatus(res, 303);
     this.session = cookieOf(res, 'oauth_session') ?? this.session;
