@@ -1,13 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ROOT, serverPort } from './service-process';
+import { ROOT, onServerPort } from './service-process';
 
 /** The HAProxy configuration docs/deployment.md shows: run as it is, its addresses given in the environment. */
 export const HAPROXY_CONFIG = join(ROOT, 'deploy/haproxy.cfg');
-
-/** What HAProxy says when its port was taken meanwhile. */
-const PORT_TAKEN = /cannot bind socket|Address already in use/i;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,10 +43,9 @@ export class HaproxyBalancer {
   }
 
   /** Starts it on a free port (another one when that port was taken meanwhile) and waits until it accepts connections. */
-  static async start(instances: string[]): Promise<HaproxyBalancer> {
-    for (let attempt = 1; ; attempt++) {
-      const port = await serverPort();
-      const addresses = Object.fromEntries(instances.map((address, i) => [`INSTANCE_${i + 1}`, address]));
+  static start(instances: string[]): Promise<HaproxyBalancer> {
+    const addresses = Object.fromEntries(instances.map((address, i) => [`INSTANCE_${i + 1}`, address]));
+    return onServerPort(async (port) => {
       const child = spawn('haproxy', ['-f', HAPROXY_CONFIG, '-db'], {
         env: { PATH: process.env.PATH ?? '', LISTEN: `127.0.0.1:${port}`, ...addresses },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,9 +57,10 @@ export class HaproxyBalancer {
       });
       if (spawned) throw new Error(`haproxy could not be run (apt-get install haproxy): ${spawned.message}`);
       while (child.exitCode === null && !(await accepts(port))) await sleep(50);
-      if (child.exitCode === null) return balancer;
-      if (attempt >= 5 || !PORT_TAKEN.test(balancer.out)) throw new Error(`haproxy exited at start:\n${balancer.out}`);
-    }
+      // A port taken meanwhile: "cannot bind socket (Address already in use)", which onServerPort draws again for.
+      if (child.exitCode !== null) throw new Error(`haproxy exited at start:\n${balancer.out}`);
+      return balancer;
+    });
   }
 
   /** How many times HAProxy has reported `server` (`instance1`, ...) as DOWN or UP so far, and the DOWN reasons. */
