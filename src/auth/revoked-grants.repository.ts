@@ -26,11 +26,14 @@ const upsert = (changeSeq: string) => `
   ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`;
 /** Revoked again (a client's client-credentials tokens): the later time counts, and the write is numbered again. */
 const UPSERT_REVOKED_GRANT = new Statement({ postgres: upsert(NEXT_CHANGE.postgres), sqlite: upsert(NEXT_CHANGE.sqlite) });
-/** The live entries written at or after a cursor (`change_seq`, then `grant_id`), in that order, a page at a time. */
+/**
+ * The live entries written at or after a cursor, in `change_seq`, `revoked_at`, `grant_id` order (the rows of one
+ * large write then come in about the order they were stored in, not scattered by their random ids), a page at a time.
+ */
 const PAGE_FROM = new Statement(
   `SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants
-   WHERE (change_seq, grant_id) > (:seq, :afterId) AND expires_at > :now
-   ORDER BY change_seq, grant_id LIMIT :limit`,
+   WHERE (change_seq, revoked_at, grant_id) > (:seq, :afterAt, :afterId) AND expires_at > :now
+   ORDER BY change_seq, revoked_at, grant_id LIMIT :limit`,
 );
 /**
  * Where the next read may start so that it misses nothing. PostgreSQL: the oldest transaction still running (every
@@ -65,9 +68,13 @@ export class RevokedGrantsRepository {
     return Number((await this.db.one<{ next: string | number }>(NEXT_CURSOR, {}))!.next);
   }
 
-  /** Up to `limit` entries live at `now` written at or after `seq`, after (`seq`, `afterId`), in cursor order. */
-  async pageFrom(seq: number, afterId: string, now: number, limit: number): Promise<(RevokedEntry & { seq: number })[]> {
-    const { rows } = await this.db.run<RevokedRow>(PAGE_FROM, { now, seq, afterId, limit });
+  /** Up to `limit` entries live at `now` after the point (`seq`, `afterAt`, `afterId`), in cursor order. */
+  async pageFrom(
+    after: { seq: number; revokedAt: number; id: string },
+    now: number,
+    limit: number,
+  ): Promise<(RevokedEntry & { seq: number })[]> {
+    const { rows } = await this.db.run<RevokedRow>(PAGE_FROM, { now, seq: after.seq, afterAt: after.revokedAt, afterId: after.id, limit });
     return rows.map((row) => ({
       id: row.grant_id,
       revokedAt: epochMs(row.revoked_at),

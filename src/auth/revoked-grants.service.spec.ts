@@ -20,8 +20,8 @@ function listOf(pages: number[], events: string[]) {
   let asked = 0;
   const entries = {
     cursor: async () => 7,
-    pageFrom: async (seq: number) => {
-      events.push(`page ${asked} from ${seq}`);
+    pageFrom: async (after: { seq: number }) => {
+      events.push(`page ${asked} from ${after.seq}`);
       return made[asked++] ?? [];
     },
   } as unknown as RevokedGrantsRepository;

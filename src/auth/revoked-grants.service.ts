@@ -159,15 +159,14 @@ export class RevokedGrantsService implements OnModuleInit {
       const now = Date.now();
       // Taken before the read: what is written meanwhile at or above it is read next time, if not now.
       const next = await this.entries.cursor();
-      let seq = this.cursor;
-      let afterId = '';
+      // Before every row of the cursor's own number (revoked_at is never negative).
+      let after = { seq: this.cursor, revokedAt: -1, id: '' };
       for (;;) {
-        const rows = await this.entries.pageFrom(seq, afterId, now, PAGE_ROWS);
+        const rows = await this.entries.pageFrom(after, now, PAGE_ROWS);
         for (const row of rows) this.apply(row.id, row.revokedAt, row.expiresAt);
         const last = rows.at(-1);
         if (!last || rows.length < PAGE_ROWS) break;
-        seq = last.seq;
-        afterId = last.id;
+        after = last;
         // The next page in a later turn: a long list never holds the event loop.
         await nextTurn();
       }
