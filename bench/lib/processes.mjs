@@ -313,10 +313,11 @@ function serviceEnv({ port, databaseUrl }, launch = serviceLaunchConfig()) {
   return { env, issuer };
 }
 
+/** The demo block's admin and client: `CLIENT_ID=… CLIENT_SECRET=…` now, `client_id:` lines in older builds (a BENCH_BASE). */
 function parseDemo(text) {
   const login = /admin login:\s+(\S+) \/ (\S+)/.exec(text);
-  const clientId = /client_id:\s+(\S+)/.exec(text);
-  const clientSecret = /client_secret:\s+(\S+)/.exec(text);
+  const clientId = /CLIENT_ID=(\S+)/.exec(text) ?? /client_id:\s+(\S+)/.exec(text);
+  const clientSecret = /CLIENT_SECRET=(\S+)/.exec(text) ?? /client_secret:\s+(\S+)/.exec(text);
   if (!login || !clientId || !clientSecret) return undefined;
   return { email: login[1], password: login[2], clientId: clientId[1], clientSecret: clientSecret[1] };
 }
