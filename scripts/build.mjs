@@ -42,8 +42,10 @@ function newestSource() {
   const files = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json', 'ormconfig.ts']
     .map((f) => join(ROOT, f))
     .filter((f) => existsSync(f));
+  // Folders too: a file deleted or renamed changes no file's time, only its folder's.
+  files.push(join(ROOT, 'src'));
   for (const entry of readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) files.push(join(entry.parentPath, entry.name));
+    if (entry.isFile() || entry.isDirectory()) files.push(join(entry.parentPath, entry.name));
   }
   return Math.max(...files.map((f) => statSync(f).mtimeMs));
 }

@@ -16,16 +16,21 @@ interface RevokedRow {
   change_seq: string | number;
 }
 
-/** Each write's `change_seq`: on PostgreSQL its transaction's id; on SQLite, where writes take turns, one more than the highest. */
-const NEXT_CHANGE = {
-  postgres: 'pg_current_xact_id()::text::bigint',
-  sqlite: '(SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants)',
-};
-const upsert = (changeSeq: string) => `
-  INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq) VALUES (:grantId, :now, :expiresAt, ${changeSeq})
-  ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`;
-/** Revoked again (a client's client-credentials tokens): the later time counts, and the write is numbered again. */
-const UPSERT_REVOKED_GRANT = new Statement({ postgres: upsert(NEXT_CHANGE.postgres), sqlite: upsert(NEXT_CHANGE.sqlite) });
+/**
+ * Revoked again (a client's client-credentials tokens): the later time counts, and the write is numbered again.
+ * PostgreSQL numbers it in a trigger (the migration's). SQLite, where writes take turns: one more than the highest,
+ * and never below the time in microseconds (`:nowMicros`), so that a number is not handed out again after the
+ * retention job deleted the rows that held the highest.
+ */
+const UPSERT_REVOKED_GRANT = new Statement({
+  postgres: `
+    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES (:grantId, :now, :expiresAt)
+    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`,
+  sqlite: `
+    INSERT INTO revoked_grants (grant_id, revoked_at, expires_at, change_seq)
+    VALUES (:grantId, :now, :expiresAt, MAX((SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants), :nowMicros))
+    ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`,
+});
 /**
  * The live entries written at or after a cursor, in `change_seq`, `revoked_at`, `grant_id` order (the rows of one
  * large write then come in about the order they were stored in, not scattered by their random ids), a page at a time.
@@ -48,6 +53,11 @@ const NEXT_CURSOR = new Statement({
 /** Up to `:batch` entries past the life of every token they cover (planned at each run with its cutoff). */
 const DELETE_EXPIRED = expiredRowsDeletion('revoked_grants', 'grant_id');
 
+/** The time in microseconds (SQLite's floor for a write's number). */
+function nowMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
 /** The auth module's one way to the revoked list's table. */
 @Injectable()
 export class RevokedGrantsRepository {
@@ -55,7 +65,7 @@ export class RevokedGrantsRepository {
 
   /** An entry's upsert as a write of the caller's unit of work ({@link SqlRunner.atomic}). */
   static upsertOf(id: string, revokedAt: number, expiresAt: number): StatementWrite {
-    return { statement: UPSERT_REVOKED_GRANT, params: { grantId: id, now: revokedAt, expiresAt } };
+    return { statement: UPSERT_REVOKED_GRANT, params: { grantId: id, now: revokedAt, expiresAt, nowMicros: nowMicros() } };
   }
 
   /** Upserts entries revoked at `revokedAt`, listed until `expiresAt`, in one transaction. */

@@ -51,4 +51,16 @@ describe('RevokedGrantsService.sync', () => {
     await service.sync();
     expect(events).toEqual(['page 3 from 7']);
   });
+
+  it('runs one more sync after the one under way, for the callers that came meanwhile (their writes may be newer)', async () => {
+    const events: string[] = [];
+    const { entries } = listOf([3], events);
+    const service = new RevokedGrantsService(entries, config, authConfig, new SchedulerRegistry());
+
+    const underWay = service.sync();
+    const second = service.sync();
+    expect(service.sync()).toBe(second);
+    await Promise.all([underWay, second]);
+    expect(events).toEqual(['page 0 from 0', 'page 1 from 7']);
+  });
 });

@@ -61,6 +61,8 @@ export class RevokedGrantsService implements OnModuleInit {
   /** Where the next sync reads from: every entry written below it has been read (the repository's `cursor()`). */
   private cursor = 0;
   private syncing: Promise<void> | undefined;
+  /** The sync that runs after the one under way, for the callers that came meanwhile. */
+  private following: Promise<void> | undefined;
 
   constructor(
     private readonly entries: RevokedGrantsRepository,
@@ -148,9 +150,19 @@ export class RevokedGrantsService implements OnModuleInit {
     if (!known || known.at < at) this.subjects.set(id, { at, until });
   }
 
-  /** Reads the entries revoked since the last sync (at start: every live one); one sync at a time. */
+  /**
+   * Reads the entries written since the last sync (at start: every live one), all those committed before the call
+   * included; one sync at a time. A sync already under way may have taken its cursor before them: another follows it.
+   */
   sync(): Promise<void> {
-    this.syncing ??= this.readNew().finally(() => (this.syncing = undefined));
+    if (this.syncing) {
+      this.following ??= this.syncing.then(() => {
+        this.following = undefined;
+        return this.sync();
+      });
+      return this.following;
+    }
+    this.syncing = this.readNew().finally(() => (this.syncing = undefined));
     return this.syncing;
   }
 
@@ -159,6 +171,8 @@ export class RevokedGrantsService implements OnModuleInit {
       const now = Date.now();
       // Taken before the read: what is written meanwhile at or above it is read next time, if not now.
       const next = await this.entries.cursor();
+      // Numbers below ours: another database behind the same URL (a restore, a switch of clusters). Read it all.
+      if (next < this.cursor) this.cursor = 0;
       // Before every row of the cursor's own number (revoked_at is never negative).
       let after = { seq: this.cursor, revokedAt: -1, id: '' };
       for (;;) {

@@ -11,9 +11,14 @@ import { ProblemDetailsFilter } from './problem-details.filter';
 
 @Controller()
 class Probe {
+  @Get('draining')
+  draining(): never {
+    throw new NotReadyError(true);
+  }
+
   @Get('not-ready')
   notReady(): never {
-    throw new NotReadyError();
+    throw new NotReadyError(false);
   }
 
   @Get('broken')
@@ -27,7 +32,7 @@ async function logged(path: string): Promise<{ status: number; body: unknown; li
   const lines: string[] = [];
   const nest: LoggerService = {
     log: () => {},
-    warn: () => {},
+    warn: (entry: unknown, msg?: string) => void lines.push(`warn ${msg ?? String(entry)}`),
     error: (entry: { err?: string }) => void lines.push(`error ${entry.err?.split('\n')[0]}`),
   };
   const access = {
@@ -48,17 +53,23 @@ async function logged(path: string): Promise<{ status: number; body: unknown; li
 }
 
 describe('NotReadyError', () => {
-  it('is answered 503 as a problem and logged once, at info, by the access log: not as an error', async () => {
-    const { status, body, lines } = await logged('/not-ready');
+  it('while draining: answered 503 as a problem and logged once, at info, by the access log: not as an error', async () => {
+    const { status, body, lines } = await logged('/draining');
     expect(status).toBe(503);
     expect(body).toEqual({
       type: 'about:blank',
       title: 'Service Unavailable',
       status: 503,
       detail: 'The service is temporarily unavailable.',
-      instance: '/not-ready',
+      instance: '/draining',
     });
     expect(lines).toEqual(['info request completed']);
+  });
+
+  it('with a check down (not draining): the same 503, and one warning line so that an outage shows in the log', async () => {
+    const { status, lines } = await logged('/not-ready');
+    expect(status).toBe(503);
+    expect(lines).toEqual(['warn not ready: a check is down', 'info request completed']);
   });
 
   it('leaves a fault logged as one: the filter and the access log both report it as an error', async () => {

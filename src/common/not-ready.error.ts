@@ -1,12 +1,13 @@
 import type { Response } from 'express';
 
 /**
- * Readiness answering "not ready" (the instance is draining, or its database does not answer): a 503 that is the
- * check's answer, met on every instance at every deploy, not a fault. The problem filter answers it without logging.
+ * Readiness answering "not ready": a 503 that is the check's answer, not a fault. While the instance drains it is
+ * met on every instance at every deploy, and the problem filter answers it without logging; otherwise (its database
+ * does not answer) with one warning line, so that an outage shows in the log.
  */
 export class NotReadyError extends Error {
-  constructor() {
-    super('not ready');
+  constructor(readonly draining: boolean) {
+    super(draining ? 'not ready: draining' : 'not ready: a check is down');
     this.name = 'NotReadyError';
   }
 }

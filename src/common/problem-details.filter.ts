@@ -66,7 +66,10 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       this.logger.error({ requestId: requestIdOf(req), err: describe(exception) }, 'error after headers were sent');
       return;
     }
-    if (exception instanceof NotReadyError) markStatusExpected(res);
+    if (exception instanceof NotReadyError) {
+      markStatusExpected(res);
+      if (!exception.draining) this.logger.warn({ requestId: requestIdOf(req) }, exception.message);
+    }
     const instance = req.originalUrl?.split('?')[0] ?? req.url;
     // No route matched (Nest's not-found handler): when the path exists with other methods, 405 with Allow.
     if (exception instanceof NotFoundException && req.route === undefined && this.answeredMethodMiss(req, res, instance)) return;

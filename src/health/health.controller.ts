@@ -47,7 +47,7 @@ export class HealthController {
       ])
       .catch((error: unknown) => {
         // Terminus's 503: the check's answer, not a fault (logged neither by the problem filter nor as an error).
-        throw error instanceof ServiceUnavailableException ? new NotReadyError() : error;
+        throw error instanceof ServiceUnavailableException ? new NotReadyError(this.drain.active) : error;
       });
     if (this.counters instanceof RedisThrottlerStorage) {
       // Terminus knows only up and down; degraded is reported next to them without failing the check.

@@ -64,6 +64,22 @@ describe('the build before npm start (scripts/build.mjs --if-changed)', () => {
     expect(execFileSync(process.execPath, ['-p', `require(${JSON.stringify(built())}).answer`], { encoding: 'utf8' })).toBe('2\n');
   });
 
+  it('rebuilds once a source is deleted (its folder changed, no file did), and the deleted one is gone from dist/', () => {
+    // The sources as of a moment ago (the test above dated one ahead), and a new one.
+    const before = (Date.now() - 1_000) / 1000;
+    utimesSync(join(dir, 'src/main.ts'), before, before);
+    writeFileSync(join(dir, 'src/extra.ts'), 'export const extra = 1;\n');
+    expect(start()).toBe('');
+    expect(existsSync(join(dir, 'dist/src/extra.js'))).toBe(true);
+    expect(start()).toBe('dist/ is as new as src/: not rebuilt (npm run build rebuilds it)\n');
+
+    rmSync(join(dir, 'src/extra.ts'));
+    const later = (Date.now() + 20_000) / 1000;
+    utimesSync(join(dir, 'src'), later, later);
+    expect(start()).toBe('');
+    expect(existsSync(join(dir, 'dist/src/extra.js'))).toBe(false);
+  });
+
   it("copies the passkey pages' browser bundle, the file @simplewebauthn/browser names for <script> use", () => {
     const manifest = findPackageJSON('@simplewebauthn/browser', join(ROOT, 'package.json'))!;
     const bundle = readFileSync(join(dirname(manifest), (JSON.parse(readFileSync(manifest, 'utf8')) as { unpkg: string }).unpkg), 'utf8');

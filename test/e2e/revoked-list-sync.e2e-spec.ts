@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RevokedGrantsRepository } from '../../src/auth/revoked-grants.repository';
 import { RevokedGrantsService } from '../../src/auth/revoked-grants.service';
@@ -72,6 +73,21 @@ describe.each([
     expect(isRevoked(next)).toBe(true);
     expect(await reads.sync()).toBe(0);
   });
+
+  it('still reads a revocation written after the retention job deleted every entry (numbers are not handed out again)', async () => {
+    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    const before = randomUUID();
+    await a.app.get(RevokedGrantsService).revoke([before]);
+    await b.app.get(RevokedGrantsService).sync();
+    expect(isRevoked(before)).toBe(true);
+
+    // What the retention job does once every entry has outlived its tokens.
+    await a.app.get(DataSource).query('DELETE FROM revoked_grants');
+    const after = randomUUID();
+    await a.app.get(RevokedGrantsService).revoke([after]);
+    await b.app.get(RevokedGrantsService).sync();
+    expect(isRevoked(after)).toBe(true);
+  });
 });
 
 describe('the revoked list on PostgreSQL: a write that commits after a later one was read', () => {
@@ -113,6 +129,34 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
       expect([isRevoked(early), isRevoked(late)]).toEqual([true, true]);
     } finally {
       await slow.end();
+    }
+  });
+
+  it('numbers the writes of an instance of an earlier version, which does not set change_seq (a rolling deploy)', async () => {
+    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    await b.app.get(RevokedGrantsService).sync();
+    const earlier = new Client({ connectionString: db.url });
+    await earlier.connect();
+    try {
+      // The earlier version's upsert, as it was written: no change_seq.
+      const upsert = `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES ($1, $2, $3)
+        ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`;
+      const inserted = randomUUID();
+      await earlier.query(upsert, [inserted, Date.now(), Date.now() + 3_600_000]);
+      await b.app.get(RevokedGrantsService).sync();
+      expect(isRevoked(inserted)).toBe(true);
+
+      // A whole-subject entry revoked again by it (its time moves on): read again, with the later time.
+      const subject = `cc:${randomUUID()}`;
+      await earlier.query(upsert, [subject, Date.now() - 60_000, Date.now() + 3_600_000]);
+      await b.app.get(RevokedGrantsService).sync();
+      const issuedNow = Math.floor(Date.now() / 1000);
+      expect(b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(false);
+      await earlier.query(upsert, [subject, Date.now() + 1_000, Date.now() + 3_600_000]);
+      await b.app.get(RevokedGrantsService).sync();
+      expect(b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(true);
+    } finally {
+      await earlier.end();
     }
   });
 });
