@@ -23,6 +23,22 @@ function rowsReadPerSync(t: TestApp): { sync(): Promise<number> } {
   };
 }
 
+/** Two instances of the app on one database of `database()`, for the tests of a describe block. */
+function twoInstances(database: () => Promise<TestDatabase>): { db: TestDatabase; a: TestApp; b: TestApp } {
+  const on = {} as { db: TestDatabase; a: TestApp; b: TestApp };
+  beforeAll(async () => {
+    on.db = await database();
+    on.a = await createTestApp({}, on.db);
+    on.b = await createTestApp({}, on.db);
+  });
+  afterAll(async () => {
+    await on.b?.close();
+    await on.a?.close();
+    await on.db?.drop();
+  });
+  return on;
+}
+
 /**
  * The revoked list read from a cursor: an instance's sync reads what other instances wrote since its last read and
  * nothing else (no time window read again: with nothing new, no row is read), and misses no entry, even one whose
@@ -40,75 +56,49 @@ describe.each([
     },
   ],
 ])('the revoked list between instances (%s)', (_name, database: () => Promise<TestDatabase>) => {
-  let db: TestDatabase;
-  let a: TestApp;
-  let b: TestApp;
-
-  beforeAll(async () => {
-    db = await database();
-    a = await createTestApp({}, db);
-    b = await createTestApp({}, db);
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await db?.drop();
-  });
+  const on = twoInstances(database);
 
   it('reads only what is new: the entries written since the last sync, then none', async () => {
-    const reads = rowsReadPerSync(b);
-    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    const reads = rowsReadPerSync(on.b);
+    const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
     await reads.sync();
 
     const first = [randomUUID(), randomUUID(), randomUUID()];
-    await a.app.get(RevokedGrantsService).revoke(first);
+    await on.a.app.get(RevokedGrantsService).revoke(first);
     expect(first.map(isRevoked)).toEqual([false, false, false]);
     expect(await reads.sync()).toBe(3);
     expect(first.map(isRevoked)).toEqual([true, true, true]);
     expect(await reads.sync()).toBe(0);
 
     const next = randomUUID();
-    await a.app.get(RevokedGrantsService).revoke([next]);
+    await on.a.app.get(RevokedGrantsService).revoke([next]);
     expect(await reads.sync()).toBe(1);
     expect(isRevoked(next)).toBe(true);
     expect(await reads.sync()).toBe(0);
   });
 
   it('still reads a revocation written after the retention job deleted every entry (numbers are not handed out again)', async () => {
-    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
     const before = randomUUID();
-    await a.app.get(RevokedGrantsService).revoke([before]);
-    await b.app.get(RevokedGrantsService).sync();
+    await on.a.app.get(RevokedGrantsService).revoke([before]);
+    await on.b.app.get(RevokedGrantsService).sync();
     expect(isRevoked(before)).toBe(true);
 
     // What the retention job does once every entry has outlived its tokens.
-    await a.app.get(DataSource).query('DELETE FROM revoked_grants');
+    await on.a.app.get(DataSource).query('DELETE FROM revoked_grants');
     const after = randomUUID();
-    await a.app.get(RevokedGrantsService).revoke([after]);
-    await b.app.get(RevokedGrantsService).sync();
+    await on.a.app.get(RevokedGrantsService).revoke([after]);
+    await on.b.app.get(RevokedGrantsService).sync();
     expect(isRevoked(after)).toBe(true);
   });
 });
 
 describe('the revoked list on PostgreSQL: a write that commits after a later one was read', () => {
-  let db: TestDatabase;
-  let a: TestApp;
-  let b: TestApp;
-
-  beforeAll(async () => {
-    db = await createTestDatabase(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-    a = await createTestApp({}, db);
-    b = await createTestApp({}, db);
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
-    await db?.drop();
-  });
+  const on = twoInstances(() => createTestDatabase(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'));
 
   it('is read by the sync after its commit', async () => {
-    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
-    const slow = new Client({ connectionString: db.url });
+    const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    const slow = new Client({ connectionString: on.db.url });
     await slow.connect();
     try {
       // A revocation whose transaction starts first (its id is the lower) and stays open...
@@ -120,12 +110,12 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
       );
       // ...while a later one commits and another instance's sync reads it.
       const late = randomUUID();
-      await a.app.get(RevokedGrantsService).revoke([late]);
-      await b.app.get(RevokedGrantsService).sync();
+      await on.a.app.get(RevokedGrantsService).revoke([late]);
+      await on.b.app.get(RevokedGrantsService).sync();
       expect([isRevoked(early), isRevoked(late)]).toEqual([false, true]);
 
       await slow.query('COMMIT');
-      await b.app.get(RevokedGrantsService).sync();
+      await on.b.app.get(RevokedGrantsService).sync();
       expect([isRevoked(early), isRevoked(late)]).toEqual([true, true]);
     } finally {
       await slow.end();
@@ -133,9 +123,9 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
   });
 
   it('numbers the writes of an instance of an earlier version, which does not set change_seq (a rolling deploy)', async () => {
-    const isRevoked = (id: string) => b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
-    await b.app.get(RevokedGrantsService).sync();
-    const earlier = new Client({ connectionString: db.url });
+    const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    await on.b.app.get(RevokedGrantsService).sync();
+    const earlier = new Client({ connectionString: on.db.url });
     await earlier.connect();
     try {
       // The earlier version's upsert, as it was written: no change_seq.
@@ -143,18 +133,18 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
         ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at`;
       const inserted = randomUUID();
       await earlier.query(upsert, [inserted, Date.now(), Date.now() + 3_600_000]);
-      await b.app.get(RevokedGrantsService).sync();
+      await on.b.app.get(RevokedGrantsService).sync();
       expect(isRevoked(inserted)).toBe(true);
 
       // A whole-subject entry revoked again by it (its time moves on): read again, with the later time.
       const subject = `cc:${randomUUID()}`;
       await earlier.query(upsert, [subject, Date.now() - 60_000, Date.now() + 3_600_000]);
-      await b.app.get(RevokedGrantsService).sync();
+      await on.b.app.get(RevokedGrantsService).sync();
       const issuedNow = Math.floor(Date.now() / 1000);
-      expect(b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(false);
+      expect(on.b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(false);
       await earlier.query(upsert, [subject, Date.now() + 1_000, Date.now() + 3_600_000]);
-      await b.app.get(RevokedGrantsService).sync();
-      expect(b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(true);
+      await on.b.app.get(RevokedGrantsService).sync();
+      expect(on.b.app.get(RevokedGrantsService).isRevoked(subject, issuedNow)).toBe(true);
     } finally {
       await earlier.end();
     }
