@@ -14,6 +14,7 @@ import { SigningKeysService } from '../keys/signing-keys.service';
 import { UsersModule } from '../users/users.module';
 import { AuthorizationRequestValidator } from './endpoints/authorize/authorization-request';
 import { AuthorizeController } from './endpoints/authorize/authorize.controller';
+import { AuthorizeAnswers } from './endpoints/authorize/authorize-answers';
 import { ClientAssertionVerifier } from './client-auth/client-assertion';
 import { ClientAuthGuard } from './client-auth/client-auth.guard';
 import { ClientAuthenticator } from './client-auth/client-authenticator';
@@ -30,6 +31,8 @@ import { PushedAuthorizationController } from './endpoints/par.controller';
 import { PushedRequestsService } from './par/pushed-requests.service';
 import { PushedRequestsRepository } from './par/pushed-requests.repository';
 import { AccountSecurityController } from './interaction/account-security.controller';
+import { AccountPasskeysController } from './interaction/account-passkeys.controller';
+import { AccountSecurityPage } from './interaction/account-security-page';
 import { GrantsRepository } from './grants/grants.repository';
 import { ConnectedAppsService } from './interaction/connected-apps.service';
 import { AuthorizationCode } from './entities/authorization-code.entity';
@@ -137,6 +140,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     EndSessionController,
     ConnectedAppsController,
     AccountSecurityController,
+    AccountPasskeysController,
     AssetsController,
     PushedAuthorizationController,
     DeviceAuthorizationController,
@@ -148,6 +152,8 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     UserInfoController,
   ],
   providers: [
+    AccountSecurityPage,
+    AuthorizeAnswers,
     SignInSteps,
     EndSessionService,
     IdTokenHints,

@@ -9,6 +9,7 @@ import { type Page, PageQueryDto } from '../../common/pagination';
 import { NoQueryParams } from '../../common/validation';
 import { ClientsService } from './clients.service';
 import { type ClientView, InvalidClientInputError } from './client-metadata';
+import { clientView } from './client-view';
 import { ClientsError } from './clients.errors';
 import { ClientsScope } from './clients.scopes';
 import { CreateClientDto, UpdateClientDto } from './admin-client.dto';
@@ -64,7 +65,7 @@ export class AdminClientsController {
   async get(@Param('clientId') clientId: string, @NoQueryParams() _query: unknown): Promise<ClientView> {
     const client = await this.clients.findRegistered(clientId);
     if (!client) throw new DomainError(ClientsError.NotFound, 'There is no client with this id.');
-    return ClientsService.view(client);
+    return clientView(client);
   }
 
   @Post()

@@ -1,7 +1,7 @@
 import { allScopes, isScope } from '../../auth/scopes';
 import { ACR_VALUES, type Acr } from '../../auth/acr';
 import { CONTROL_CHARACTER, UNPAIRED_SURROGATE } from '../../common/text';
-import { InvalidJwksError, type JwkSet, checkedJwks, checkedJwksUri, checkedSigningAlg, keyFitsAlg } from '../client-auth/client-jwks';
+import type { JwkSet } from '../client-auth/client-jwks';
 import { type Client, DEVICE_CODE_GRANT, GRANT_TYPES, type GrantType, TOKEN_EXCHANGE_GRANT } from '../entities/client.entity';
 import { isClientIdUrl } from './cimd/client-id-url';
 /** The rules a client's metadata follows, whoever states it: the command line, the admin API, registration (RFC 7591) and metadata documents. */
@@ -139,74 +139,6 @@ export function redirectUrisFor(grantTypes: GrantType[], uris: string[]): string
   return grantTypes.includes('authorization_code') || uris.length ? checkedRedirectUris(uris) : [];
 }
 
-/** A `private_key_jwt` client's keys: `jwks` or `jwksUri` (one of them), and its algorithm if it names one. */
-export type KeySettings = Pick<Client, 'jwks' | 'jwksUri' | 'tokenEndpointAuthSigningAlg'>;
-
-const NO_KEYS: KeySettings = { jwks: null, jwksUri: null, tokenEndpointAuthSigningAlg: null };
-
-function checkedKeySettings(input: { jwks?: unknown; jwksUri?: unknown; tokenEndpointAuthSigningAlg?: unknown }): KeySettings {
-  if ((input.jwks === undefined) === (input.jwksUri === undefined)) {
-    throw new InvalidClientInputError('private_key_jwt needs the public keys as either jwks or jwks_uri (one of them)');
-  }
-  try {
-    const settings = {
-      jwks: input.jwks === undefined ? null : checkedJwks(input.jwks),
-      jwksUri: input.jwksUri === undefined ? null : checkedJwksUri(input.jwksUri),
-      tokenEndpointAuthSigningAlg:
-        input.tokenEndpointAuthSigningAlg === undefined ? null : checkedSigningAlg(input.tokenEndpointAuthSigningAlg),
-    };
-    // A pinned algorithm that none of the inline keys can verify would leave the client unable to authenticate.
-    const alg = settings.tokenEndpointAuthSigningAlg;
-    if (alg && settings.jwks && !settings.jwks.keys.some((key) => keyFitsAlg(key, alg))) {
-      throw new InvalidClientInputError(`token_endpoint_auth_signing_alg ${alg} fits none of the keys`);
-    }
-    return settings;
-  } catch (error) {
-    if (error instanceof InvalidJwksError) throw new InvalidClientInputError(error.message);
-    throw error;
-  }
-}
-
-/**
- * A client's new keys (`client:update`, the admin API): a `private_key_jwt` client's replaced, or a confidential
- * client with a secret made a `private_key_jwt` one (its secret hash goes: the secret stops working).
- */
-export function changedKeys(client: Client, changes: UpdateClientInput): Partial<Client> {
-  if (client.isPublic) throw new InvalidClientInputError('a public client has no keys (jwks, jwks_uri)');
-  if (changes.tokenEndpointAuthMethod !== undefined && changes.tokenEndpointAuthMethod !== 'private_key_jwt') {
-    throw new InvalidClientInputError('--auth-method can only be changed to private_key_jwt');
-  }
-  const method = changes.tokenEndpointAuthMethod ?? client.tokenEndpointAuthMethod;
-  if (method !== 'private_key_jwt') {
-    throw new InvalidClientInputError('jwks and jwks_uri are for private_key_jwt clients: give --auth-method private_key_jwt with them');
-  }
-  // A private_key_jwt client named no new keys (only an algorithm): its keys stay.
-  const keep = changes.jwks === undefined && changes.jwksUri === undefined && client.tokenEndpointAuthMethod === 'private_key_jwt';
-  const keys = checkedKeySettings({
-    jwks: keep ? (client.jwks ?? undefined) : changes.jwks,
-    jwksUri: keep ? (client.jwksUri ?? undefined) : changes.jwksUri,
-    // The algorithm stays unless a new one is named.
-    tokenEndpointAuthSigningAlg: changes.tokenEndpointAuthSigningAlg ?? client.tokenEndpointAuthSigningAlg ?? undefined,
-  });
-  return { ...keys, tokenEndpointAuthMethod: 'private_key_jwt', secretHash: null };
-}
-
-/** The keys of a new client: only `private_key_jwt` has (and needs) them. */
-export function keySettingsFor(input: CreateClientInput): KeySettings {
-  const method = input.tokenEndpointAuthMethod;
-  if (method !== undefined && !TOKEN_ENDPOINT_AUTH_METHODS.includes(method)) {
-    throw new InvalidClientInputError(`--auth-method must be one of: ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}`);
-  }
-  if (method === 'private_key_jwt') {
-    if (input.isPublic) throw new InvalidClientInputError('a --public client has no authentication method (not private_key_jwt)');
-    return checkedKeySettings(input);
-  }
-  if (input.jwks !== undefined || input.jwksUri !== undefined || input.tokenEndpointAuthSigningAlg !== undefined) {
-    throw new InvalidClientInputError('jwks, jwks_uri and token_endpoint_auth_signing_alg are for private_key_jwt clients only');
-  }
-  return NO_KEYS;
-}
-
 const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
 
 /** The grants a new client may use, checked against what it is (public or confidential). */
@@ -266,6 +198,22 @@ export function checkedScope(scope: string): string {
     throw new InvalidClientInputError(`--scope must be a subset of: ${allScopes().join(' ')}`);
   }
   return [...new Set(scopes)].join(' ');
+}
+
+/** A client's scopes with `addScope` added and `removeScope` taken away (each space-separated, each a known scope). */
+export function changedScope(current: string, { addScope, removeScope }: Pick<UpdateClientInput, 'addScope' | 'removeScope'>): string {
+  const listed = (value: string | undefined, option: string) => {
+    if (value === undefined) return [];
+    const scopes = value.split(' ').filter(Boolean);
+    if (scopes.length === 0 || scopes.some((s) => !isScope(s))) {
+      throw new InvalidClientInputError(`${option} must name scopes among: ${allScopes().join(' ')}`);
+    }
+    return scopes;
+  };
+  const removed = new Set(listed(removeScope, '--remove-scope'));
+  const scopes = [...new Set([...current.split(' ').filter(Boolean), ...listed(addScope, '--add-scope')])].filter((s) => !removed.has(s));
+  if (scopes.length === 0) throw new InvalidClientInputError('--remove-scope would leave the client no scope');
+  return scopes.join(' ');
 }
 
 /**

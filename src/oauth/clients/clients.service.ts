@@ -4,7 +4,7 @@ import { type AuditBy, BY_SYSTEM } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
 import type { Page } from '../../common/pagination';
 import { AuthConfig } from '../../auth/auth.config';
-import { allScopes, defaultClientScope, isScope } from '../../auth/scopes';
+import { defaultClientScope } from '../../auth/scopes';
 import { hashSecret, randomSecret } from '../../common/crypto/secrets';
 import { AppConfig } from '../../config/app-config';
 import type { Client } from '../entities/client.entity';
@@ -16,7 +16,7 @@ import {
   type CreateClientInput,
   InvalidClientInputError,
   type UpdateClientInput,
-  changedKeys,
+  changedScope,
   checkedGrace,
   checkedMinimumAcr,
   checkedGrantTypes,
@@ -27,10 +27,11 @@ import {
   checkedScope,
   isClientId,
   isRegisteredClientId,
-  keySettingsFor,
   redirectUrisFor,
 } from './client-metadata';
 import { ClientsRepository } from './clients.repository';
+import { changedKeys, keySettingsFor } from './client-keys';
+import { clientView } from './client-view';
 import { isLoopbackRedirectUri } from './redirect-uris';
 
 /**
@@ -111,7 +112,7 @@ export class ClientsService {
     });
     const details = { name, grant_types: grantTypes.join(' ') };
     await this.audit.recorded({ type: 'client.created', clientId: client.id, details }, by, [this.clients.insertOf(client)]);
-    return { ...ClientsService.view(client), ...(secret ? { client_secret: secret } : {}) };
+    return { ...clientView(client), ...(secret ? { client_secret: secret } : {}) };
   }
 
   /**
@@ -174,12 +175,12 @@ export class ClientsService {
     }
     const event = { type: 'client.updated', clientId: client.id, details } as const;
     if (changes.addScope !== undefined || changes.removeScope !== undefined) {
-      if (!(await this.audit.recordedIfChanged(event, by, this.updateOf(client.id, set, found.scope)))) return undefined;
+      if (!(await this.audit.recordedIfChanged(event, by, this.clients.updateOf(client.id, set, found.scope)))) return undefined;
     } else {
-      await this.audit.recorded(event, by, [this.updateOf(client.id, set)]);
+      await this.audit.recorded(event, by, [this.clients.updateOf(client.id, set)]);
     }
     this.cache.delete(client.id);
-    return ClientsService.view(client);
+    return clientView(client);
   }
 
   /**
@@ -225,7 +226,7 @@ export class ClientsService {
       dpopBoundAccessTokens: Boolean(input.dpopBoundAccessTokens),
     };
     const details = { changed: 'registration' };
-    await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.updateOf(clientId, changes)]);
+    await this.audit.recorded({ type: 'client.updated', clientId, details }, by, [this.clients.updateOf(clientId, changes)]);
     this.cache.delete(clientId);
     return { ...found, ...changes };
   }
@@ -236,7 +237,7 @@ export class ClientsService {
    */
   async list(limit: number, offset: number): Promise<Page<ClientView>> {
     const [rows, total] = await this.clients.pageOfRegistered(limit, offset);
-    return { data: rows.map((client) => ClientsService.view(client)), page: { limit, offset, total } };
+    return { data: rows.map((client) => clientView(client)), page: { limit, offset, total } };
   }
 
   /** A new secret for a confidential client, shown once; the old one stops working at once on this instance. */
@@ -247,47 +248,16 @@ export class ClientsService {
     if (client.tokenEndpointAuthMethod === 'private_key_jwt') throw new InvalidClientInputError('a private_key_jwt client has no secret');
     const secret = randomSecret(32);
     await this.audit.recorded({ type: 'client.secret_rotated', clientId }, by, [
-      this.updateOf(clientId, { secretHash: hashSecret(secret) }),
+      this.clients.updateOf(clientId, { secretHash: hashSecret(secret) }),
     ]);
     this.cache.delete(clientId);
-    return { ...ClientsService.view(client), client_secret: secret };
+    return { ...clientView(client), client_secret: secret };
   }
 
   /** Deletes a client with its grants, codes, refresh tokens and consents (the caller revokes its access tokens). */
   async remove(clientId: string, by: AuditBy = BY_SYSTEM): Promise<void> {
     await this.audit.recorded({ type: 'client.deleted', clientId }, by, [this.clients.deletionOf(clientId)]);
     this.cache.delete(clientId);
-  }
-
-  /** The update of one client's columns, to write with its audit event. */
-  private updateOf(clientId: string, changes: Partial<Client>, scopeWas?: string) {
-    return this.clients.updateOf(clientId, changes, scopeWas);
-  }
-
-  static view(client: Client): ClientView {
-    return {
-      client_id: client.id,
-      name: client.name,
-      redirect_uris: client.redirectUris,
-      scope: client.scope,
-      grant_types: client.grantTypes,
-      refresh_grace_seconds: client.refreshGraceSeconds,
-      resources: client.resources,
-      post_logout_redirect_uris: client.postLogoutRedirectUris,
-      public: client.isPublic,
-      trusted: client.trusted,
-      ...(client.minimumAcr ? { minimum_acr: client.minimumAcr } : {}),
-      ...(client.requirePushedRequests ? { require_pushed_authorization_requests: true as const } : {}),
-      ...(client.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true as const } : {}),
-      ...(client.tokenEndpointAuthMethod === 'private_key_jwt'
-        ? {
-            token_endpoint_auth_method: 'private_key_jwt' as const,
-            ...(client.jwks ? { jwks: client.jwks } : {}),
-            ...(client.jwksUri ? { jwks_uri: client.jwksUri } : {}),
-            ...(client.tokenEndpointAuthSigningAlg ? { token_endpoint_auth_signing_alg: client.tokenEndpointAuthSigningAlg } : {}),
-          }
-        : {}),
-    };
   }
 
   /**
@@ -323,20 +293,4 @@ export class ClientsService {
     this.cache.set(clientId, Object.freeze(client));
     return client;
   }
-}
-
-/** A client's scopes with `addScope` added and `removeScope` taken away (each space-separated, each a known scope). */
-function changedScope(current: string, { addScope, removeScope }: Pick<UpdateClientInput, 'addScope' | 'removeScope'>): string {
-  const listed = (value: string | undefined, option: string) => {
-    if (value === undefined) return [];
-    const scopes = value.split(' ').filter(Boolean);
-    if (scopes.length === 0 || scopes.some((s) => !isScope(s))) {
-      throw new InvalidClientInputError(`${option} must name scopes among: ${allScopes().join(' ')}`);
-    }
-    return scopes;
-  };
-  const removed = new Set(listed(removeScope, '--remove-scope'));
-  const scopes = [...new Set([...current.split(' ').filter(Boolean), ...listed(addScope, '--add-scope')])].filter((s) => !removed.has(s));
-  if (scopes.length === 0) throw new InvalidClientInputError('--remove-scope would leave the client no scope');
-  return scopes.join(' ');
 }

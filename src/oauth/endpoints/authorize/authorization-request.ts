@@ -1,20 +1,23 @@
 import { type PushedRequest, PushedRequestsService } from '../../par/pushed-requests.service';
 import { OAuthConfig } from '../../oauth.config';
-import { type Acr, requestedAcr, strongerAcr } from '../../../auth/acr';
-import { isScope } from '../../../auth/scopes';
+import type { Acr } from '../../../auth/acr';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { ClientsService } from '../../clients/clients.service';
-import { askableScopes, choseOwnRedirectUris } from '../../clients/client-metadata';
+import { choseOwnRedirectUris } from '../../clients/client-metadata';
 import { isClientIdUrl } from '../../clients/cimd/client-id-url';
 import { ClientMetadataDocuments, ClientMetadataError } from '../../clients/cimd/client-metadata.service';
 import { IdTokenHints } from '../../oidc/id-token-hints';
-import { OIDC_SCOPES, OidcScope, usableLoginHint } from '../../oidc/oidc.scopes';
+import { OidcScope } from '../../oidc/oidc.scopes';
 import type { Client } from '../../entities/client.entity';
 import { safeDescription } from '../../oauth-error';
 import { isRegisteredRedirectUri } from '../../clients/redirect-uris';
 import { InvalidTargetError, ResourceIndicators } from '../../resource-indicators';
 import { PKCE_VALUE } from '../../../common/crypto/secrets';
+import { type Prompt, signInParamsOf } from './sign-in-params';
+import { requestedScope } from './requested-scope';
+
+export { PROMPT_VALUES, type Prompt } from './sign-in-params';
 
 export type RawParams = Record<string, unknown>;
 
@@ -43,21 +46,9 @@ export const MAX_NONCE_LENGTH = 512;
 /** A nonce: printable ASCII (as `state`; control characters never reach the database). */
 const NONCE = new RegExp(`^[\\x20-\\x7E]{1,${MAX_NONCE_LENGTH}}$`);
 
-/**
- * The `prompt` values (OpenID Connect Core 3.1.2.1) this server acts on. `select_account` shows the login page,
- * where any account may be chosen, as `login` does.
- */
-export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
-export type Prompt = (typeof PROMPT_VALUES)[number];
-
-const ACR_VALUES_PARAM = /^[\x21-\x7E]+( [\x21-\x7E]+)*$/;
-
 /** The longest `scope`, and the longest of any other parameter (an `id_token_hint` or a JWT in `state` fits). */
 const MAX_SCOPE_LENGTH = 1000;
 const MAX_PARAM_LENGTH = 4096;
-
-/** The largest `max_age` taken (about 68 years, in seconds): anything larger means the same. */
-const MAX_AGE_LIMIT = 2 ** 31 - 1;
 
 export type AuthorizationRequestResult =
   /** Unknown client or redirect URI: answered with an HTML page, never a redirect. */
@@ -205,26 +196,9 @@ export class AuthorizationRequestValidator {
     if (!responseType) return fail('invalid_request', 'response_type is required.');
     if (responseType !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
 
-    // A self-registered client may ask for more than it registered (an agent after a 403 scope challenge).
-    const allowed = askableScopes(client);
-    // Left out, the scope is the client's, but not the OpenID Connect ones: a request that does not name `openid` is
-    // not an OpenID Connect request (Core 1.0 3.1.2.1), so it gets no ID token, nor `profile`/`email`, which only
-    // UserInfo (behind `openid`) releases.
-    let scope = client.scope
-      .split(' ')
-      .filter((s) => !OIDC_SCOPES.has(s))
-      .join(' ');
-    if (params.scope !== undefined && params.scope.trim() !== '') {
-      // RFC 6749 3.3: the request is narrowed to what the client may have (an agent asks for every scope the
-      // metadata lists); only a request with nothing left is refused, and one naming a scope nobody defined.
-      const requested = [...new Set(params.scope.split(' ').filter(Boolean))];
-      const unknown = requested.filter((s) => !isScope(s));
-      if (unknown.length) return fail('invalid_scope', `Unknown scope: ${unknown.join(' ')}`);
-      const kept = requested.filter((s) => allowed.has(s));
-      if (kept.length === 0) return fail('invalid_scope', `Scope not allowed for this client: ${requested.join(' ')}`);
-      scope = kept.join(' ');
-    }
-    if (scope === '') return fail('invalid_scope', 'scope is required: this client may have only OpenID Connect scopes.');
+    const scoped = requestedScope(client, params.scope);
+    if ('invalid' in scoped) return fail('invalid_scope', scoped.invalid);
+    const { scope } = scoped;
 
     let resources: string[];
     try {
@@ -266,24 +240,9 @@ export class AuthorizationRequestValidator {
     // prompt, max_age and login_hint apply to the request as sent, not to the consent form's echo of it (which
     // does not carry them): the login and consent they ask for happen before that form.
     const sent = raw as Record<string, string | undefined>;
-    const prompt = new Set<Prompt>();
-    for (const value of (sent.prompt ?? '').split(' ').filter(Boolean)) {
-      if (!(PROMPT_VALUES as readonly string[]).includes(value)) return fail('invalid_request', `prompt ${value} is not supported.`);
-      prompt.add(value as Prompt);
-    }
-    if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
-
-    let maxAge: number | null = null;
-    if (sent.max_age !== undefined) {
-      if (!/^\d{1,20}$/.test(sent.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds.');
-      maxAge = Math.min(Number(sent.max_age), MAX_AGE_LIMIT);
-    }
-    const loginHint = usableLoginHint(sent.login_hint) ?? null;
-    // acr_values: a preference list (Core 3.1.2.1); values this server does not know are passed over.
-    if (sent.acr_values !== undefined && (sent.acr_values.length > 512 || !ACR_VALUES_PARAM.test(sent.acr_values))) {
-      return fail('invalid_request', 'acr_values must be space-separated printable ASCII values (at most 512 characters).');
-    }
-    const acr = strongerAcr(requestedAcr((sent.acr_values ?? '').split(' ')), client.minimumAcr);
+    const signIn = signInParamsOf(sent, client.minimumAcr);
+    if ('invalid' in signIn) return fail('invalid_request', signIn.invalid);
+    const { prompt, maxAge, loginHint, acr } = signIn;
 
     let hintedUser: string | null = null;
     if (sent.id_token_hint !== undefined) {
