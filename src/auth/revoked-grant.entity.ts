@@ -7,7 +7,6 @@ import { EpochMsColumn } from '../database/columns';
  */
 @Entity('revoked_grants')
 @Index('idx_revoked_grants_expires', ['expiresAt'])
-@Index('idx_revoked_grants_revoked_at', ['revokedAt', 'grantId'])
 @Index('idx_revoked_grants_change_seq', ['changeSeq', 'revokedAt', 'grantId'])
 export class RevokedGrant {
   @PrimaryColumn({ type: 'varchar', length: 300 })

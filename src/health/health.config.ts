@@ -1,7 +1,7 @@
 import { type Env, wholeSeconds } from '../config/env';
 
 /** SHUTDOWN_DRAIN_SECONDS when unset in production: a balancer probing every second or two sees the 503 first. */
-export const PRODUCTION_DRAIN_SECONDS = 5;
+const PRODUCTION_DRAIN_SECONDS = 5;
 
 export class HealthConfig {
   static readonly variables = ['SHUTDOWN_DRAIN_SECONDS'] as const;
