@@ -19,6 +19,8 @@ export class RevokedListSync1795678345757 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.dropIndex('revoked_grants', 'idx_revoked_grants_revoked_at');
     if (queryRunner.connection.options.type === 'postgres') {
+      // Not reversible for the entries longer than 36 characters (the whole-subject ones): the column of before
+      // cannot hold them, and they go. The structure is back as it was before the migration.
       await queryRunner.query(`DELETE FROM "revoked_grants" WHERE length("grant_id") > 36`);
       await queryRunner.query(`ALTER TABLE "revoked_grants" ALTER COLUMN "grant_id" TYPE varchar(36)`);
     }
