@@ -2,6 +2,8 @@
  * The layers of `src/` (README, Architecture), written once and checked by `npm run lint`:
  *
  * - `config`, `database` and `common` are what every feature builds on: they import no feature;
+ * - `crypto`, `rate-limit` and `safe-fetch` are modules that features use and that know no feature: they import only
+ *   `config`, `database`, `common` and each other (a route says what its budget counts by, `@RateLimit(bucket, clientOf)`);
  * - `auth` (the resource server's guard) never imports `oauth` (the authorization server);
  * - `keys` (signing keys) does not import `auth`, which verifies with them;
  * - `retention` (the pruning job) imports no feature: each feature contributes its prune steps to it;
@@ -13,6 +15,7 @@
  * A spec file may import across layers (a test of the whole configuration, say); the code it tests may not.
  */
 const INFRASTRUCTURE = '^src/(config|database|common)/';
+const SHARED = '^src/(crypto|rate-limit|safe-fetch)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -23,6 +26,14 @@ module.exports = {
       severity: 'error',
       from: { path: INFRASTRUCTURE, pathNot: '\\.spec\\.ts$' },
       to: { path: '^src/', pathNot: INFRASTRUCTURE },
+    },
+    {
+      name: 'shared-modules-import-no-feature',
+      comment:
+        'crypto, rate-limit and safe-fetch serve features without knowing them: a feature hands them what they need (a route its client namer), not the reverse.',
+      severity: 'error',
+      from: { path: SHARED, pathNot: '\\.spec\\.ts$' },
+      to: { path: '^src/', pathNot: [INFRASTRUCTURE, SHARED] },
     },
     {
       name: 'auth-does-not-import-oauth',
@@ -44,7 +55,7 @@ module.exports = {
         'The retention job finds the prune steps that features contribute (@ExpiringRows); it never names a feature, so adding one does not touch it.',
       severity: 'error',
       from: { path: '^src/retention/', pathNot: '\\.spec\\.ts$' },
-      to: { path: '^src/', pathNot: [INFRASTRUCTURE, '^src/retention/', '^src/metrics/'] },
+      to: { path: '^src/', pathNot: [INFRASTRUCTURE, SHARED, '^src/retention/', '^src/metrics/'] },
     },
     {
       name: 'feature-through-its-surface',

@@ -39,8 +39,22 @@ function singularOf(name) {
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const featureDir = path.join(root, 'src', plural);
 if (existsSync(featureDir)) fail(`src/${plural} exists already`);
-if (['auth', 'oauth', 'keys', 'common', 'config', 'database', 'health', 'logging', 'demo'].includes(plural))
-  fail(`"${plural}" is a folder of the service itself`);
+/** The service's own folders, features or not: a generated module never takes one of their names. */
+const SERVICE_FOLDERS = [
+  'auth',
+  'oauth',
+  'keys',
+  'common',
+  'config',
+  'database',
+  'crypto',
+  'rate-limit',
+  'safe-fetch',
+  'health',
+  'logging',
+  'demo',
+];
+if (SERVICE_FOLDERS.includes(plural)) fail(`"${plural}" is a folder of the service itself`);
 
 const { files, names } = renderModule({ plural, singular, owned, timestamp: Date.now() });
 for (const [relative, content] of Object.entries(files)) {

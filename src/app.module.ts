@@ -4,7 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
-import { RateLimitModule } from './common/rate-limit/rate-limit.module';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { AppConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { RegisteredFeaturesCheck } from './database/registered-features.check';

@@ -10,7 +10,7 @@
 //     SERVICE_DIST=dist/src node bench/peer/stack-floor-server.mjs
 //
 // SERVICE_DIST: the service's built sources, for its HTTP adapter (common/express-adapter.js) and its in-memory
-// throttler storage (common/rate-limit/memory-throttler.storage.js; the throttler's default storage filters a list
+// throttler storage (rate-limit/memory-throttler.storage.js; the throttler's default storage filters a list
 // of hit times per request, 0.09 ms per flow).
 //
 // Prints one JSON line once listening: {"ready":true,"issuer":...,"clientId":...,"clientSecret":...,"pid":...}.
@@ -48,7 +48,7 @@ const ISSUER = process.env.ISSUER || `http://${HOST}:${PORT}`;
 const DATABASE_URL = process.env.DATABASE_URL;
 const SERVICE_DIST = process.env.SERVICE_DIST;
 if (!DATABASE_URL || !SERVICE_DIST) throw new Error('DATABASE_URL and SERVICE_DIST are required');
-const { MemoryThrottlerStorage } = (await import(`${SERVICE_DIST}/common/rate-limit/memory-throttler.storage.js`)).default;
+const { MemoryThrottlerStorage } = (await import(`${SERVICE_DIST}/rate-limit/memory-throttler.storage.js`)).default;
 const SCOPES = new Set(['users:read', 'users:write', 'orders:read', 'orders:write']);
 const CLIENT = { id: 'floor-client', secret: randomBytes(24).toString('base64url'), redirectUri: `${ISSUER}/demo/callback` };
 const CLIENT_SECRET_HASH = createHash('sha256').update(CLIENT.secret).digest();

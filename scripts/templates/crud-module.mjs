@@ -267,7 +267,7 @@ function notFound(): DomainError {
 
 const service = (n) => `import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { isUniqueViolation } from '../common/database-errors';
+import { isUniqueViolation } from '../database/database-errors';
 import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
@@ -331,7 +331,7 @@ const ownedService = (n) => `import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Callers } from '../auth/callers';
 import type { AuthPrincipal } from '../auth/principal';
-import { isUniqueViolation } from '../common/database-errors';
+import { isUniqueViolation } from '../database/database-errors';
 import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';

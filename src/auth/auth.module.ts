@@ -4,6 +4,8 @@ import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { SqlRunner } from '../database/sql';
+import { CHALLENGE_HOOK, type ChallengeHook } from '../common/challenge-hook';
+import { AppConfig } from '../config/app-config';
 import { AppConfigModule } from '../config/config.module';
 import { KeysModule } from '../keys/keys.module';
 import { AuthConfig } from './auth.config';
@@ -15,6 +17,7 @@ import { DpopProofsRepository } from './dpop-proofs.repository';
 import { Callers } from './callers';
 import { AccessTokenVerifier } from './access-token-verifier.service';
 import { BearerAuthGuard } from './bearer-auth.guard';
+import { withResourceMetadata } from './bearer-challenge';
 import { BearerStrategy } from './bearer.strategy';
 import { ProtectedResourceMetadataController } from './protected-resource-metadata.controller';
 import { RevokedGrant } from './revoked-grant.entity';
@@ -22,6 +25,11 @@ import { RevokedGrantsRepository } from './revoked-grants.repository';
 import { RevokedGrantsService } from './revoked-grants.service';
 import { RouteAccessCheck } from './route-access.check';
 import { AuthRetention } from './auth.retention';
+
+/** Every Bearer and DPoP challenge the problem+json filter sends names the metadata URL (RFC 9728 5.1). */
+function resourceMetadataHook(config: AppConfig): ChallengeHook {
+  return (challenge) => withResourceMetadata(challenge, config.resourceMetadataUrl);
+}
 
 /**
  * The resource server's side of OAuth, which every feature module relies on: the global bearer guard (deny by
@@ -54,6 +62,7 @@ import { AuthRetention } from './auth.retention';
     DpopProofsRepository,
     AuthRetention,
     { provide: APP_GUARD, useClass: BearerAuthGuard },
+    { provide: CHALLENGE_HOOK, inject: [AppConfig], useFactory: resourceMetadataHook },
   ],
   // Callers: for modules whose records belong to people (owner or administrator), without importing users.
   // DpopProofs: the token endpoint checks proofs as the guard does, with the same store of used ones.

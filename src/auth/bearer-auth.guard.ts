@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { AppConfig } from '../config/app-config';
-import { asDpopChallenge, bearerChallenge, dpopChallenge } from '../common/bearer-challenge';
+import { asDpopChallenge, bearerChallenge, dpopChallenge } from './bearer-challenge';
 import { DPOP_ALGS, DpopProofError, DpopProofs } from './dpop-proofs.service';
 import { HttpProblemError } from '../common/http-problem.error';
 import { ACR_KEY, AT_ISSUER_KEY, type RequestWithPrincipal } from './auth.decorators';

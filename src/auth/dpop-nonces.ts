@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { safeEqual } from '../common/crypto/secrets';
+import { safeEqual } from '../crypto/secrets';
 import { DpopConfig } from './dpop.config';
 
 /** A nonce is current for one period and accepted for one more (a client retrying across the turn). */

@@ -1,5 +1,5 @@
 import { type JWK, type JWTPayload, decodeJwt, decodeProtectedHeader } from 'jose';
-import { rsaKeyProblem } from '../common/crypto/rsa-key-limits';
+import { rsaKeyProblem } from '../crypto/rsa-key-limits';
 import { CLOCK_SKEW_SECONDS } from '../keys/keys.config';
 
 /**

@@ -1,10 +1,10 @@
 import { Controller, Get, type LoggerService } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { AppConfig } from '../config/app-config';
 import { accessLogMiddleware } from '../logging/access-log.middleware';
 import { NotReadyError } from './not-ready.error';
 import { ProblemDetailsFilter } from './problem-details.filter';
@@ -41,7 +41,7 @@ async function logged(path: string): Promise<{ status: number; body: unknown; li
   } as unknown as Logger;
   const module = await Test.createTestingModule({ controllers: [Probe] }).compile();
   const app = module.createNestApplication<NestExpressApplication>({ logger: nest });
-  app.useGlobalFilters(new ProblemDetailsFilter(AppConfig.fromEnv({})));
+  app.useGlobalFilters(new ProblemDetailsFilter(module.get(ModuleRef)));
   app.use(accessLogMiddleware(access));
   await app.init();
   try {

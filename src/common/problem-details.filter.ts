@@ -1,10 +1,10 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { AppConfig } from '../config/app-config';
 import { allowedMethods } from './allowed-methods';
-import { withResourceMetadata } from './bearer-challenge';
+import { CHALLENGE_HOOK, type ChallengeHook } from './challenge-hook';
 import { CommonError, DomainError, ValidationFailedError, domainErrorDefinition } from './domain-error';
-import { isDatabaseUnavailable } from './database-errors';
+import { isDatabaseUnavailable } from '../database/database-errors';
 import { JsonTooDeepError } from './json-body';
 import { problem, sendProblem } from './problem';
 import { HttpProblemError } from './http-problem.error';
@@ -51,12 +51,10 @@ const BODY_PARSER_DETAIL: Record<string | number, string> = {
 @Catch()
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
-  /** Added to every Bearer challenge (RFC 9728 5.1): a client meeting one finds the authorization server itself. */
-  private readonly resourceMetadataUrl: string;
+  /** What the application's challenge issuer adds to a challenge ({@link ChallengeHook}); null: none provides one. */
+  private challengeHook: ChallengeHook | null | undefined;
 
-  constructor(config: AppConfig) {
-    this.resourceMetadataUrl = config.resourceMetadataUrl;
-  }
+  constructor(private readonly moduleRef: ModuleRef) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
@@ -82,8 +80,20 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       return;
     }
     const challenge = headers['WWW-Authenticate'];
-    if (challenge !== undefined) headers['WWW-Authenticate'] = withResourceMetadata(challenge, this.resourceMetadataUrl);
+    if (challenge !== undefined) headers['WWW-Authenticate'] = this.completed(challenge);
     sendProblem(res, problem(status, detail, instance, code, errors), headers);
+  }
+
+  /** The challenge as the module that issues challenges completes it; looked up once, in any module of the application. */
+  private completed(challenge: string): string {
+    if (this.challengeHook === undefined) {
+      try {
+        this.challengeHook = this.moduleRef.get<ChallengeHook>(CHALLENGE_HOOK, { strict: false });
+      } catch {
+        this.challengeHook = null;
+      }
+    }
+    return this.challengeHook ? this.challengeHook(challenge) : challenge;
   }
 
   /** 405 with `Allow` (RFC 9110 15.5.6) for a method the path's routes do not have; OPTIONS gets 204 and `Allow`. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AuthConfig } from '../auth/auth.config';
-import { RateLimitConfig } from '../common/rate-limit/rate-limit.config';
+import { RateLimitConfig } from '../rate-limit/rate-limit.config';
 import { OAuthConfig } from '../oauth/oauth.config';
 import { AppConfig } from './app-config';
 import { ConfigError, type Env } from './env';

@@ -3,7 +3,7 @@ import type { Database } from 'better-sqlite3';
 import type { Pool, QueryResult } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, QueryFailedError } from 'typeorm';
-import { isDatabaseUnavailable } from '../common/database-errors';
+import { isDatabaseUnavailable } from './database-errors';
 import { handlesOf } from './connections';
 import { SqliteWrites } from './sqlite-writes';
 import { type SqlResult, type SqliteExec, Statement, type Write, bindValues } from './statement';

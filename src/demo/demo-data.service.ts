@@ -8,7 +8,7 @@ import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
 import { allScopes } from '../auth/scopes';
 import { ClientsService, OAuthConfig } from '../oauth';
-import { randomSecret, s256 } from '../common/crypto/secrets';
+import { randomSecret, s256 } from '../crypto/secrets';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { PasswordHasher } from '../users/password-hasher';

@@ -3,7 +3,7 @@ import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/co
 import { HealthCheck, type HealthCheckResult, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { Public } from '../auth/auth.decorators';
-import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler.storage';
+import { RedisThrottlerStorage } from '../rate-limit/redis-throttler.storage';
 import { NotReadyError } from '../common/not-ready.error';
 import { NoQueryParams } from '../common/validation';
 import { ShutdownDrain } from './shutdown-drain';

@@ -1,5 +1,5 @@
 import { ConfigError, type Env } from '../config/env';
-import { hashSecret, safeEqual } from '../common/crypto/secrets';
+import { hashSecret, safeEqual } from '../crypto/secrets';
 import { AddressAllowList } from './address-allow-list';
 
 /** RFC 6750 b64token: what can follow `Bearer ` in an Authorization header. */

@@ -4,8 +4,8 @@ import type { Pool } from 'pg';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { handlesOf } from '../database/connections';
-import { RATE_LIMIT_REFUSED } from '../common/rate-limit/rate-limit';
-import { RATE_LIMIT_BUCKETS, type RateLimitBucket } from '../common/rate-limit/rate-limit.config';
+import { RATE_LIMIT_REFUSED } from '../rate-limit/rate-limit';
+import { RATE_LIMIT_BUCKETS, type RateLimitBucket } from '../rate-limit/rate-limit.config';
 import type { RequestObserver } from '../logging/access-log.middleware';
 import { MetricsConfig } from './metrics.config';
 

@@ -7,7 +7,7 @@ import type {
 } from '@simplewebauthn/server';
 import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { hashSecret, randomSecret } from '../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../crypto/secrets';
 import { AppConfig } from '../config/app-config';
 import type { AuthenticationMethods } from './authentication-methods';
 import { MfaConfig } from './mfa.config';

@@ -3,7 +3,7 @@ import { OnEvent } from '@nestjs/event-emitter';
 import { toString as qrSvg } from 'qrcode';
 import type { AuditActor, AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { hashSecret, randomSecret } from '../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../crypto/secrets';
 import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
 import type { Role } from '../users/user.entity';

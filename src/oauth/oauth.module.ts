@@ -80,7 +80,7 @@ import { IdTokenIssuer } from './oidc/id-tokens';
 import { TokenExchangeGrantService } from './grants/token-exchange-grant.service';
 import { UserInfoController } from './endpoints/userinfo/userinfo.controller';
 import { UserInfoService } from './endpoints/userinfo/userinfo.service';
-import { SafeFetchModule } from '../common/safe-fetch/safe-fetch.module';
+import { SafeFetchModule } from '../safe-fetch/safe-fetch.module';
 import { ClientMetadataConfig } from './clients/cimd/client-metadata.config';
 import { DeviceAuthorizationController } from './endpoints/device-authorization.controller';
 import { DeviceController } from './interaction/device.controller';

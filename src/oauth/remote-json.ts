@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SafeFetcher } from '../common/safe-fetch/safe-fetcher';
+import { SafeFetcher } from '../safe-fetch/safe-fetcher';
 import { ClientMetadataConfig } from './clients/cimd/client-metadata.config';
 
 /**

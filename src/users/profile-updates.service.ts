@@ -4,7 +4,7 @@ import type { AuditBy, AuditEventInput } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { meetsAcr } from '../auth/acr';
 import type { AuthPrincipal } from '../auth/principal';
-import { isUniqueViolation } from '../common/database-errors';
+import { isUniqueViolation } from '../database/database-errors';
 import { DomainError } from '../common/domain-error';
 import type { UpdateUserDto } from './dto/update-user.dto';
 import { UserResponseDto } from './dto/user-response.dto';

@@ -1,4 +1,4 @@
-import { bearerChallenge } from '../common/bearer-challenge';
+import { bearerChallenge } from '../auth/bearer-challenge';
 import { defineErrors } from '../common/domain-error';
 
 /** Why a new password or email was refused without proof: the detail, also the challenge's description. */

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { AuthPrincipal } from '../auth/principal';
 import type { RoleDirectory } from '../auth/role-directory';
-import { isUniqueViolation } from '../common/database-errors';
+import { isUniqueViolation } from '../database/database-errors';
 import { CONTROL_CHARACTER } from '../common/text';
 import { DomainError } from '../common/domain-error';
 import type { Page } from '../common/pagination';

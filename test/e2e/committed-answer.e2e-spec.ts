@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashSecret } from '../../src/common/crypto/secrets';
+import { hashSecret } from '../../src/crypto/secrets';
 import { CuttingProxy } from '../support/cutting-proxy';
 import {
   NO_RATE_LIMITS,

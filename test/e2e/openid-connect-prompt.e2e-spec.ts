@@ -1,4 +1,4 @@
-import { hashSecret } from '../../src/common/crypto/secrets';
+import { hashSecret } from '../../src/crypto/secrets';
 import { randomUUID } from 'node:crypto';
 import { SignJWT, generateKeyPair } from 'jose';
 import * as client from 'openid-client';

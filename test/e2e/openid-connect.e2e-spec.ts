@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import * as client from 'openid-client';
 import { DataSource } from 'typeorm';
-import { hashSecret } from '../../src/common/crypto/secrets';
+import { hashSecret } from '../../src/crypto/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeysService } from '../../src/keys/signing-keys.service';
 import { SESSION_COOKIE } from '../../src/oauth/interaction/cookies';

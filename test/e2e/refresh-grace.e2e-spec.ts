@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientsService } from '../../src/oauth/clients/clients.service';
 import { type ClientView } from '../../src/oauth/clients/client-metadata';
 import { RefreshToken } from '../../src/oauth/entities/refresh-token.entity';
-import { hashSecret } from '../../src/common/crypto/secrets';
+import { hashSecret } from '../../src/crypto/secrets';
 import { NO_RATE_LIMITS, expectOAuthError, issueTokens, registerClient, resourceStatus, sleep, token } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 

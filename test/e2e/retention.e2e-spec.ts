@@ -6,7 +6,7 @@ import { RetentionService } from '../../src/retention/retention.service';
 import { PasskeysService } from '../../src/mfa/passkeys.service';
 import { PushedRequestsService } from '../../src/oauth/par/pushed-requests.service';
 import { SecondFactorsService } from '../../src/mfa/second-factors.service';
-import { hashSecret } from '../../src/common/crypto/secrets';
+import { hashSecret } from '../../src/crypto/secrets';
 import { NO_RATE_LIMITS, authorizeCode, decodeJwt, expectOAuthError, issueTokens, registerClient, signedIn, token } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 

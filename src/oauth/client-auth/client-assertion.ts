@@ -6,7 +6,7 @@ import { ASSERTION_SIGNING_ALGS, type AssertionSigningAlg, type PublicJwk, isEd2
 import { ClientKeys } from './client-keys';
 import type { Client } from '../entities/client.entity';
 import { OAuthError } from '../oauth-error';
-import { hashSecret } from '../../common/crypto/secrets';
+import { hashSecret } from '../../crypto/secrets';
 
 /** RFC 7523 2.2: the only `client_assertion_type` this server takes. */
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { AuditContext } from '../../audit/audit-events';
 import { AuditService } from '../../audit/audit.service';
-import { parseBasicCredentials } from '../../common/basic-credentials';
-import { hashSecret, safeEqual } from '../../common/crypto/secrets';
+import { parseBasicCredentials } from './basic-credentials';
+import { hashSecret, safeEqual } from '../../crypto/secrets';
 import { ClientsService } from '../clients/clients.service';
 import type { Client } from '../entities/client.entity';
 import { OAuthError } from '../oauth-error';

@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { rsaKeyProblem } from '../../common/crypto/rsa-key-limits';
+import { rsaKeyProblem } from '../../crypto/rsa-key-limits';
 
 /**
  * The algorithms a client may sign its assertions with: asymmetric only, never `none` or a MAC. `Ed25519` is the

@@ -5,7 +5,7 @@ import { AuditService } from '../../audit/audit.service';
 import type { Page } from '../../common/pagination';
 import { AuthConfig } from '../../auth/auth.config';
 import { defaultClientScope } from '../../auth/scopes';
-import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../../crypto/secrets';
 import { AppConfig } from '../../config/app-config';
 import type { Client } from '../entities/client.entity';
 import { OAuthConfig } from '../oauth.config';

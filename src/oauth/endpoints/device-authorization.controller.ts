@@ -2,7 +2,8 @@ import { type AuditContext, Origin } from '../../audit/audit-events';
 import { Controller, Header, HttpCode, Post, UseFilters, UseGuards } from '@nestjs/common';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
+import { namedClient } from '../client-auth/named-client';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
 import { type DeviceAuthorizationResponse, DeviceAuthorizationService } from '../device/device-authorization.service';
 import type { Client } from '../entities/client.entity';
@@ -53,7 +54,7 @@ export class DeviceAuthorizationController {
   })
   // Decorators apply bottom-up, so the rate limit is checked before the client is authenticated.
   @UseGuards(ClientAuthGuard)
-  @RateLimit('token')
+  @RateLimit('token', namedClient)
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
   authorize(

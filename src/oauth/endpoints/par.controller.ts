@@ -4,7 +4,8 @@ import { DpopProofs } from '../../auth/dpop-proofs.service';
 import { AppConfig } from '../../config/app-config';
 import { proofKeyAt } from '../dpop-binding';
 import { Public } from '../../auth/auth.decorators';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
+import { namedClient } from '../client-auth/named-client';
 import { ApiOAuthEndpoint } from '../../common/openapi';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
 import type { Client } from '../entities/client.entity';
@@ -79,7 +80,7 @@ export class PushedAuthorizationController {
   })
   // Decorators apply bottom-up: the token endpoint's rate limit is checked before the client is authenticated.
   @UseGuards(ClientAuthGuard)
-  @RateLimit('token')
+  @RateLimit('token', namedClient)
   @HttpCode(201)
   @Header('Cache-Control', 'no-store')
   async push(

@@ -6,7 +6,8 @@ import { DpopProofs } from '../../auth/dpop-proofs.service';
 import { proofKeyAt } from '../dpop-binding';
 import { Public } from '../../auth/auth.decorators';
 import { ApiOAuthEndpoint } from '../../common/openapi';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
+import { namedClient } from '../client-auth/named-client';
 import { MetricsService } from '../../metrics/metrics.service';
 import { AuthenticatedClient, CLIENT_ASSERTION_PROPERTIES, ClientAuthGuard, OAuthForm } from '../client-auth/client-auth.guard';
 import { CodeGrantService } from '../grants/code-grant.service';
@@ -124,7 +125,7 @@ export class TokenController {
   })
   // Decorators apply bottom-up, so the rate limit is checked before the client is authenticated.
   @UseGuards(ClientAuthGuard)
-  @RateLimit('token')
+  @RateLimit('token', namedClient)
   @HttpCode(200)
   @Header('Cache-Control', 'no-store')
   @Header('Pragma', 'no-cache')

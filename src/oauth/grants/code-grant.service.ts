@@ -11,7 +11,7 @@ import { SessionsService } from '../interaction/sessions.service';
 import { OAuthError } from '../oauth-error';
 import { isRegisteredRedirectUri } from '../clients/redirect-uris';
 import { ResourceIndicators } from '../resource-indicators';
-import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../../common/crypto/secrets';
+import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
 import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
 

@@ -11,7 +11,7 @@ import type { Client } from '../entities/client.entity';
 import { GrantsRepository } from './grants.repository';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { clientCredentialsGrantId } from './client-credentials-grant.service';
-import { hashSecret } from '../../common/crypto/secrets';
+import { hashSecret } from '../../crypto/secrets';
 import { SIGN_IN_FACTOR_REMOVED, type SignInFactorRemovedEvent } from '../../mfa/factor-events';
 
 /**

@@ -11,7 +11,7 @@ import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthError } from '../oauth-error';
 import { type RefreshTokenRow, RefreshTokensRepository } from './refresh-tokens.repository';
 import { ResourceIndicators } from '../resource-indicators';
-import { hashSecret, openWith, sealFor } from '../../common/crypto/secrets';
+import { hashSecret, openWith, sealFor } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
 

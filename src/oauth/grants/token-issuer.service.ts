@@ -14,7 +14,7 @@ import { IdTokenIssuer, type LoginRef } from '../oidc/id-tokens';
 import { OidcScope } from '../oidc/oidc.scopes';
 import { signedWith } from './token-signing';
 import { type NewRefreshToken, RefreshTokensRepository } from './refresh-tokens.repository';
-import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../../crypto/secrets';
 
 /**
  * What issuing needs of a grant, the access token's `aud` (RFC 8707; the API, `AUDIENCE`, when absent), and the

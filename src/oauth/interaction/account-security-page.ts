@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { safeEqual } from '../../common/crypto/secrets';
+import { safeEqual } from '../../crypto/secrets';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { PASSKEY_NAME_MAX, PasskeysService } from '../../mfa/passkeys.service';
 import { CONTROL_CHARACTER } from '../../common/text';

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { auditContextOf } from '../../audit/audit-events';
 import { Public } from '../../auth/auth.decorators';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../../common/openapi';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
 import { NoQueryParams } from '../../common/validation';
 import { AppConfig } from '../../config/app-config';
 import { SecondFactorsService } from '../../mfa/second-factors.service';

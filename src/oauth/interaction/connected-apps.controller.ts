@@ -7,7 +7,7 @@ import { NoQueryParams } from '../../common/validation';
 import { ConnectedAppsService } from './connected-apps.service';
 import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
-import { safeEqual } from '../../common/crypto/secrets';
+import { safeEqual } from '../../crypto/secrets';
 import { SessionsService } from './sessions.service';
 
 export const CONNECTED_APPS_PATH = '/account/apps';

@@ -6,7 +6,7 @@ import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } fro
 import { CONTROL_CHARACTER } from '../../common/text';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/auth.decorators';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
 import { AppConfig } from '../../config/app-config';
 import { MetricsService } from '../../metrics/metrics.service';
 import { PasswordHasher } from '../../users/password-hasher';
@@ -15,7 +15,7 @@ import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml } from './pages';
 import { safeReturnTo } from './return-to';
 import { SessionsService } from './sessions.service';
-import { safeEqual } from '../../common/crypto/secrets';
+import { safeEqual } from '../../crypto/secrets';
 import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { PasskeysService } from '../../mfa/passkeys.service';

@@ -5,7 +5,7 @@ import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } fro
 import { NoQueryParams } from '../../common/validation';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/auth.decorators';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
 import { AppConfig } from '../../config/app-config';
 import { MetricsService } from '../../metrics/metrics.service';
 import { clearCookie, readCookie, sessionCookie } from './cookies';

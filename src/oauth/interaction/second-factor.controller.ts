@@ -4,7 +4,7 @@ import { Controller, Post, Req, Res } from '@nestjs/common';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems, ApiRedirect } from '../../common/openapi';
 import type { Request, Response } from 'express';
 import { Public } from '../../auth/auth.decorators';
-import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../rate-limit/rate-limit';
 import { MetricsService } from '../../metrics/metrics.service';
 import { UsersService } from '../../users/users.service';
 import { OAuthPages, sendHtml } from './pages';

@@ -8,7 +8,7 @@ import { AuditService } from '../../audit/audit.service';
 import type { Session } from '../entities/session.entity';
 import { type SessionRecord, SessionsRepository } from './sessions.repository';
 import { OAuthConfig } from '../oauth.config';
-import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../../crypto/secrets';
 import type { AuthenticationMethods } from '../../mfa/authentication-methods';
 
 export interface StartedSession {

@@ -5,7 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { clearCookie, readCookie, sessionCookie, setCookie } from './cookies';
 import { OAuthConfig } from '../oauth.config';
 import { OAuthPages, sendHtml } from './pages';
-import { randomSecret, safeEqual } from '../../common/crypto/secrets';
+import { randomSecret, safeEqual } from '../../crypto/secrets';
 import { type AuthenticationMethods, SessionsService } from './sessions.service';
 import type { LoginChallengeRow } from '../../mfa/second-factors.repository';
 import { CHALLENGE_TTL_SECONDS } from '../../mfa/passkeys.service';

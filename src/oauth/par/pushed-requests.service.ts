@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { hashSecret, randomSecret } from '../../common/crypto/secrets';
+import { hashSecret, randomSecret } from '../../crypto/secrets';
 import { PushedRequestsRepository } from './pushed-requests.repository';
 
 /** RFC 9126 2.2: the prefix of every `request_uri` this server hands out. */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { HostList, type HostPolicy } from '../../../common/safe-fetch/host-policy';
+import { HostList, type HostPolicy } from '../../../safe-fetch/host-policy';
 import { ConfigError, type Env, positiveInt, wholeSeconds } from '../../../config/env';
 
 function hostList(env: Env, name: string): HostList {

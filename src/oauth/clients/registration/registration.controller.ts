@@ -20,7 +20,7 @@ import { ApiBody, ApiParam, ApiResponse, ApiTags, type SchemaObject } from '@nes
 import type { Request, Response } from 'express';
 import { Public } from '../../../auth/auth.decorators';
 import { ApiProblems } from '../../../common/openapi';
-import { RateLimit } from '../../../common/rate-limit/rate-limit';
+import { RateLimit } from '../../../rate-limit/rate-limit';
 import { GRANT_TYPES, TOKEN_EXCHANGE_GRANT } from '../../entities/client.entity';
 import { ASSERTION_SIGNING_ALGS } from '../../client-auth/client-jwks';
 import { safeDescription } from '../../oauth-error';

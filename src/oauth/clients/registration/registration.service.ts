@@ -8,7 +8,7 @@ import { GrantRevocationService } from '../../grants/grant-revocation.service';
 import type { JwkSet } from '../../client-auth/client-jwks';
 import { RegistrationConfig } from './registration.config';
 import { type AuthMethod, RegistrationError, authMethodOf, metadataError, registrationMetadata } from './registration-metadata';
-import { hashSecret, randomSecret, safeEqual } from '../../../common/crypto/secrets';
+import { hashSecret, randomSecret, safeEqual } from '../../../crypto/secrets';
 
 /** The client information response (RFC 7591 3.2.1, RFC 7592 3). */
 export interface RegisteredClient {

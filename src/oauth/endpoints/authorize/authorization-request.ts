@@ -13,7 +13,7 @@ import type { Client } from '../../entities/client.entity';
 import { safeDescription } from '../../oauth-error';
 import { isRegisteredRedirectUri } from '../../clients/redirect-uris';
 import { InvalidTargetError, ResourceIndicators } from '../../resource-indicators';
-import { PKCE_VALUE } from '../../../common/crypto/secrets';
+import { PKCE_VALUE } from '../../../crypto/secrets';
 import { type Prompt, signInParamsOf } from './sign-in-params';
 import { requestedScope } from './requested-scope';
 

@@ -12,7 +12,7 @@ import { ClientMetadataDocuments } from '../../clients/cimd/client-metadata.serv
 import { ConsentService } from '../../interaction/consent.service';
 import { sessionCookie } from '../../interaction/cookies';
 import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
-import { safeEqual } from '../../../common/crypto/secrets';
+import { safeEqual } from '../../../crypto/secrets';
 import { type CurrentSession, SessionsService } from '../../interaction/sessions.service';
 import { type Acr, acrOfStored, meetsAcr } from '../../../auth/acr';
 import { asksForLogin, minAuthTimeOf, pushedLoginAnswered } from './login-freshness';

@@ -9,7 +9,7 @@ import { sessionCookie } from '../../interaction/cookies';
 import { EndSessionService, type LogoutRequest } from './end-session.service';
 import { OAuthPages, sendHtml, sendRedirect } from '../../interaction/pages';
 import { leavingPage } from '../../interaction/leaving-page';
-import { safeEqual } from '../../../common/crypto/secrets';
+import { safeEqual } from '../../../crypto/secrets';
 import { type CurrentSession, type LogoutVia, SessionsService } from '../../interaction/sessions.service';
 
 type ValidLogout = Extract<LogoutRequest, { kind: 'valid' }>;

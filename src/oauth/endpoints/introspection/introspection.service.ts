@@ -6,7 +6,7 @@ import { AppConfig } from '../../../config/app-config';
 import type { Client } from '../../entities/client.entity';
 import { RefreshTokensRepository } from '../../grants/refresh-tokens.repository';
 import { GrantRevocationService } from '../../grants/grant-revocation.service';
-import { hashSecret } from '../../../common/crypto/secrets';
+import { hashSecret } from '../../../crypto/secrets';
 
 export type Introspection =
   | { active: false }

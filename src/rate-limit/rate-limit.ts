@@ -1,16 +1,23 @@
-import { clientAddress } from '../client-address';
+import { clientAddress } from '../common/client-address';
 import { type ExecutionContext, Inject, Injectable, SetMetadata, UseGuards, applyDecorators } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { ThrottlerException, ThrottlerGuard, type ThrottlerModuleOptions } from '@nestjs/throttler';
 import type { Request } from 'express';
-import { parseBasicCredentials } from '../basic-credentials';
 import type { RateLimitBucket, RateLimitConfig } from './rate-limit.config';
 import { MemoryThrottlerStorage } from './memory-throttler.storage';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
 const BUCKET_KEY = 'rate-limit:bucket';
+const CLIENT_KEY = 'rate-limit:client';
 
-/** The event a refusal emits, with its bucket (the metrics module counts them): common knows no feature. */
+/**
+ * The client a request names (an id, whether or not such a client exists), for a budget counted per client: the
+ * route's module knows where its requests name one (the authorization server: HTTP Basic, `client_id`, an
+ * assertion's `sub`); the rate limiter knows no protocol.
+ */
+export type NamedClient = (req: Request) => string | undefined;
+
+/** The event a refusal emits, with its bucket (the metrics module counts them): the rate limiter knows no feature. */
 export const RATE_LIMIT_REFUSED = 'rate-limit.refused';
 const WINDOW_MS = 60_000;
 /**
@@ -28,25 +35,15 @@ function bucketOf(context: ExecutionContext): RateLimitBucket | undefined {
   return buckets.get(handler);
 }
 
-/** The `sub` of a JWT, unverified (a `private_key_jwt` assertion names its client there): only to count requests by. */
-function subjectOf(jwt: string): string | undefined {
-  try {
-    const claims = JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub?: unknown };
-    return typeof claims?.sub === 'string' ? claims.sub : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** Clients by handler, as {@link bucketOf}. */
+const namers = new WeakMap<object, NamedClient | undefined>();
 
-/** The client a /token request names (HTTP Basic user, `client_id` or its assertion's `sub`), whether or not it exists. */
-function clientOf(req: Request): string {
-  const basic = parseBasicCredentials(req.headers.authorization);
-  if (basic) return `client:${basic.id.slice(0, 100)}`;
-  const body = req.body as Record<string, unknown> | undefined;
-  if (body && typeof body.client_id === 'string') return `client:${body.client_id.slice(0, 100)}`;
-  const subject = body && typeof body.client_assertion === 'string' ? subjectOf(body.client_assertion) : undefined;
-  if (subject !== undefined) return `client:${subject.slice(0, 100)}`;
-  return `ip:${clientAddress(req)}`;
+/** The client the request names, by the route's {@link NamedClient} (at most 100 characters); else its address. */
+function clientTracker(req: Request, context: ExecutionContext): string {
+  const handler = context.getHandler();
+  if (!namers.has(handler)) namers.set(handler, Reflect.getMetadata(CLIENT_KEY, handler) as NamedClient | undefined);
+  const client = namers.get(handler)?.(req);
+  return client !== undefined ? `client:${client.slice(0, 100)}` : `ip:${clientAddress(req)}`;
 }
 
 /**
@@ -94,7 +91,7 @@ export function rateLimitOptions(config: RateLimitConfig): ThrottlerModuleOption
         ttl: WINDOW_MS,
         blockDuration: NO_BLOCK,
         skipIf: (ctx) => bucketOf(ctx) !== 'token',
-        getTracker: (req) => clientOf(req as Request),
+        getTracker: (req, context) => clientTracker(req as Request, context),
       },
     ],
   };
@@ -118,7 +115,11 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 }
 
-/** Puts a route under one of the rate-limit budgets. */
-export function RateLimit(bucket: RateLimitBucket) {
-  return applyDecorators(SetMetadata(BUCKET_KEY, bucket), UseGuards(RateLimitGuard));
+/**
+ * Puts a route under one of the rate-limit budgets. The `token` budget counts per address and per client: `clientOf`
+ * says which client a request names (without it, the per-client count falls back to the address).
+ */
+export function RateLimit(bucket: RateLimitBucket, clientOf?: NamedClient) {
+  const client = clientOf ? [SetMetadata(CLIENT_KEY, clientOf)] : [];
+  return applyDecorators(SetMetadata(BUCKET_KEY, bucket), ...client, UseGuards(RateLimitGuard));
 }

@@ -1,4 +1,4 @@
-import { ConfigError, type Env, positiveInt } from '../../config/env';
+import { ConfigError, type Env, positiveInt } from '../config/env';
 
 /** The budgets a route can be put under (`@RateLimit(bucket)`), each with its own limit below. */
 export const RATE_LIMIT_BUCKETS = ['login', 'token', 'register'] as const;

@@ -20,8 +20,9 @@ export function quotedString(value: string): string {
 
 /**
  * The `WWW-Authenticate` value of a Bearer challenge of the resource API. Every challenge is built here: the guard
- * and the domain errors write theirs without `resource_metadata`, which the problem+json filter adds to each with
- * {@link withResourceMetadata}, so that a 401, a 400 and a 403 all name the same metadata URL.
+ * and the domain errors write theirs without `resource_metadata`, which the problem+json filter adds to each through
+ * the challenge hook `AuthModule` provides ({@link withResourceMetadata}), so that a 401, a 400 and a 403 all name
+ * the same metadata URL.
  */
 export function bearerChallenge(params: BearerChallengeParams): string {
   return challengeOf('Bearer', ORDER, params);

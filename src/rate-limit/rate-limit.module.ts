@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { AppConfigModule } from '../../config/config.module';
+import { AppConfigModule } from '../config/config.module';
 import { RateLimitGuard, rateLimitOptions } from './rate-limit';
 import { RateLimitConfig } from './rate-limit.config';
 
