@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfigModule } from '../config/config.module';
-import { SqlRunner } from '../database/sql';
 import { AuditRepository } from './audit.repository';
 import { AuditEvent } from './audit-event.entity';
 import { AuditConfig } from './audit.config';
@@ -16,7 +15,7 @@ import { AuditService } from './audit.service';
 @Module({
   imports: [TypeOrmModule.forFeature([AuditEvent]), AppConfigModule.forFeature(AuditConfig)],
   controllers: [AuditEventsController],
-  providers: [AuditService, AuditRepository, AuditRetention, SqlRunner],
+  providers: [AuditService, AuditRepository, AuditRetention],
   exports: [AuditService],
 })
 export class AuditModule {}

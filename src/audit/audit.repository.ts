@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { SqlRunner, Statement, type StatementWrite } from '../database/sql';
 import { AuditEvent } from './audit-event.entity';
@@ -26,9 +27,14 @@ const DELETE_BEFORE = new Statement(
 @Injectable()
 export class AuditRepository {
   constructor(
-    @InjectRepository(AuditEvent) private readonly events: Repository<AuditEvent>,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly db: SqlRunner,
   ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get events(): Repository<AuditEvent> {
+    return this.transactions.tx.getRepository(AuditEvent);
+  }
 
   /** The parameters of {@link AUDIT_ROW} for an event (its time is the statement's `:now`). */
   static params(event: AuditEvent): Record<string, unknown> {

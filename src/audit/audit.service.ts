@@ -67,6 +67,11 @@ export class AuditService {
     return event;
   }
 
+  /** Stores an event as part of the caller's unit of work, which logs it once that has committed. */
+  async write(event: AuditEvent): Promise<void> {
+    await this.events.insert(event);
+  }
+
   /** {@link record} for an event already built (by {@link AuditService.event}). */
   async save(event: AuditEvent): Promise<void> {
     await this.events.insert(event);

@@ -3,7 +3,6 @@ import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { SqlRunner } from '../database/sql';
 import { CHALLENGE_HOOK, type ChallengeHook } from '../common/challenge-hook';
 import { AppConfig } from '../config/app-config';
 import { AppConfigModule } from '../config/config.module';
@@ -50,7 +49,6 @@ function resourceMetadataHook(config: AppConfig): ChallengeHook {
   ],
   controllers: [ProtectedResourceMetadataController],
   providers: [
-    SqlRunner,
     RevokedGrantsService,
     RevokedGrantsRepository,
     AccessTokenVerifier,

@@ -1,18 +1,13 @@
-import type { Database } from 'better-sqlite3';
 import pg from 'pg';
 import type { DataSource, DataSourceOptions } from 'typeorm';
-import { PipelinedConnections } from './pipelined-connection';
 
 /**
- * The driver handles under a TypeORM data source, taken through TypeORM's documented options rather than the
- * driver's properties: SQLite's connection from `prepareDatabase`, PostgreSQL's pool from the `driver` option
- * (node-postgres with a `Pool` subclass that reports each pool it makes; a data source that reconnects makes a
- * new one), with a pipelined connection made from the same settings and ended with the pool.
+ * The PostgreSQL pool under a TypeORM data source (for its metrics), taken through TypeORM's documented `driver`
+ * option rather than the driver's properties: node-postgres with a `Pool` subclass that reports each pool it makes
+ * (a data source that reconnects makes a new one).
  */
 export class DriverHandles {
-  sqlite: Database | undefined;
   pool: pg.Pool | undefined;
-  pipeline: PipelinedConnections | undefined;
 }
 
 const HANDLES = Symbol('driverHandles');
@@ -34,20 +29,9 @@ export function handlesOf(dataSource: DataSource): DriverHandles {
 /** node-postgres as TypeORM's `driver` option: the module itself, but pools made from it are recorded in `handles`. */
 export function recordingPg(handles: DriverHandles): typeof pg {
   class RecordedPool extends pg.Pool {
-    private readonly pipeline: PipelinedConnections;
-
     constructor(config: pg.PoolConfig = {}) {
       super(config);
       handles.pool = this;
-      handles.pipeline = this.pipeline = new PipelinedConnections(config);
-    }
-
-    override end(): Promise<void>;
-    override end(callback: () => void): void;
-    override end(callback?: () => void): Promise<void> | void {
-      const ended = this.pipeline.end().then(() => super.end());
-      if (!callback) return ended;
-      void ended.then(callback, callback);
     }
   }
   // The module's other members (types, defaults, Client, ...) through its prototype: its `native` getter, which

@@ -32,7 +32,6 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
         enableWAL: true,
         timeout: 10_000,
         prepareDatabase: (db: Database) => {
-          handles.sqlite = db;
           // WAL + NORMAL: a commit appends to the log without an fsync; the log is synced at each checkpoint.
           db.pragma('synchronous = NORMAL');
           // Checkpoint every 10,000 pages (about 40 MB of log) instead of 1,000: the same hot pages (the right edges
@@ -42,7 +41,7 @@ export async function dataSourceOptions(config: Pick<AppConfig, 'database'>): Pr
           db.pragma('wal_autocheckpoint = 10000');
           db.pragma('journal_size_limit = 67108864');
           db.pragma('cache_size = -8000');
-          // The statement journal of a statement inside a transaction (SqlRunner.atomic's) in memory, not in a file.
+          // The statement journal of a statement inside a transaction in memory, not in a file.
           db.pragma('temp_store = MEMORY');
         },
       },

@@ -1,3 +1,5 @@
+import { QueryRunnerAlreadyReleasedError } from 'typeorm';
+
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -21,6 +23,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (let depth = 0; current && depth < 4; depth++) {
     const e = current as { code?: string; message?: string; driverError?: unknown; cause?: unknown };
     if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
+    // TypeORM releases a unit's query runner whose connection was lost; the unit's next statement says so.
+    if (current instanceof QueryRunnerAlreadyReleasedError) return true;
     if (
       typeof e.message === 'string' &&
       /Connection terminated|is not queryable|timeout exceeded when trying to connect|Query read timeout|connection timeout/i.test(

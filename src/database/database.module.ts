@@ -1,9 +1,13 @@
-import { Module } from '@nestjs/common';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ClsModule } from 'nestjs-cls';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
+import { SqlRunner } from './sql';
 import { withStartupLock } from './startup-lock';
+import { SqliteTurns, TurnTakingTypeOrmAdapter, withTurn } from './transactions';
 
 /**
  * PostgreSQL: runs the migrations on a data source of their own, without the client-side query timeout of serving
@@ -42,6 +46,8 @@ function sqliteIncrementKeys(dataSource: DataSource): void {
       inject: [AppConfig],
       useFactory: async (config: AppConfig) => ({
         ...(await dataSourceOptions(config)),
+        // The application's data source serves the one transaction API (the TypeORM CLI's does not).
+        subscribers: [SqliteTurns],
         autoLoadEntities: true,
         retryAttempts: 3,
         retryDelay: 1000,
@@ -56,7 +62,7 @@ function sqliteIncrementKeys(dataSource: DataSource): void {
         const dataSource = await new DataSource({ ...options!, migrationsRun: false }).initialize();
         sqliteIncrementKeys(dataSource);
         try {
-          await withStartupLock(dataSource, () => dataSource.runMigrations());
+          await withTurn(dataSource, () => withStartupLock(dataSource, () => dataSource.runMigrations()));
         } catch (error) {
           await dataSource.destroy();
           throw error;
@@ -64,6 +70,14 @@ function sqliteIncrementKeys(dataSource: DataSource): void {
         return dataSource;
       },
     }),
+    // The one transaction API (see transactions.ts).
+    ClsModule.forRoot({
+      global: true,
+      plugins: [new ClsPluginTransactional({ adapter: new TurnTakingTypeOrmAdapter({ dataSourceToken: DataSource }) })],
+    }),
   ],
+  providers: [SqlRunner],
+  exports: [SqlRunner],
 })
+@Global()
 export class DatabaseModule {}

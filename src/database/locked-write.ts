@@ -1,43 +1,21 @@
 import type { DataSource } from 'typeorm';
-import { SqlRunner, Statement, type StatementWrite, bindValues as bind } from './sql';
+import { type SqlRunner, Statement, type StatementWrite } from './sql';
 
 /**
  * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
- * that moment and returns the writes to make (and a result). On PostgreSQL this is a transaction that first takes
- * the transaction-scoped advisory lock `lockKey` (a bigint as 16 hex digits), so a second instance waits and then
- * reads what the first wrote. On SQLite it is one synchronous `BEGIN IMMEDIATE` transaction on the connection:
- * it holds the write lock from its first statement, and never yields to the event loop, so neither another
- * process nor another data source of this process (tests run several instances in one) can interleave.
- * `read` is a statement, or a statement with its parameters.
+ * that moment and returns the writes to make (and a result), all in one unit of work under the lock `lockKey`
+ * ({@link SqlRunner.locked}). `read` is a statement, or a statement with its parameters.
  */
-export async function lockedReadWrite<Row, T>(
-  dataSource: DataSource,
+export function lockedReadWrite<Row, T>(
+  db: SqlRunner,
   lockKey: string,
   read: Statement | Omit<StatementWrite, 'onlyIfChanged'>,
   decide: (rows: Row[]) => { writes: StatementWrite[]; result: T },
 ): Promise<T> {
-  if (!/^[0-9a-f]{16}$/.test(lockKey)) throw new Error('the lock key must be 16 hex digits');
   const { statement, params } = read instanceof Statement ? { statement: read, params: {} } : read;
-  if (dataSource.options.type === 'postgres') {
-    return dataSource.transaction(async (manager) => {
-      await manager.query(`SELECT pg_advisory_xact_lock(x'${lockKey}'::bigint)`);
-      const select = bind(statement, params, true);
-      const { writes, result } = decide((await manager.query(select.text, select.values)) as Row[]);
-      for (const { statement, params } of writes) {
-        const { text, values } = bind(statement, params, true);
-        await manager.query(text, values);
-      }
-      return result;
-    });
-  }
-  // Once no transaction of TypeORM's is open on the connection (see SqlRunner), synchronous throughout.
-  return new SqlRunner(dataSource).sqliteImmediate((db) => {
-    const select = bind(statement, params, false);
-    const { writes, result } = decide(db.prepare(select.text).all(...select.values) as Row[]);
-    for (const { statement, params } of writes) {
-      const { text, values } = bind(statement, params, false);
-      db.prepare(text).run(...values);
-    }
+  return db.locked(lockKey, async () => {
+    const { writes, result } = decide((await db.run<Row>(statement, params)).rows);
+    for (const write of writes) await db.run(write.statement, write.params);
     return result;
   });
 }

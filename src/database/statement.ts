@@ -14,12 +14,8 @@ interface Compiled {
  * spliced into the text.
  */
 export class Statement {
-  private static count = 0;
   private static readonly made: Statement[] = [];
   private readonly compiled: { postgres?: Compiled; sqlite?: Compiled } = {};
-  /** The name PostgreSQL prepares it under, once per connection (unique per statement in the process). */
-  readonly name = `hot_${++Statement.count}`;
-
   /** The text PostgreSQL runs; SQLite runs {@link sqliteSource} where the two differ. */
   readonly source: string;
   private readonly sqliteSource: string;
@@ -27,8 +23,8 @@ export class Statement {
   /**
    * `source`: one text for both databases, or one each where a statement needs what only one of them has.
    *
-   * `unprepared`: on PostgreSQL, planned at each run with its values rather than prepared once per connection, for
-   * a maintenance statement whose best plan depends on them and on the table's size (a batch of expired rows).
+   * `unprepared`: a maintenance statement whose best plan depends on its values and on the table's size (a batch of
+   * expired rows), which the hot paths' plan check (`test/e2e/statement-count`) leaves out.
    */
   constructor(
     source: string | { postgres: string; sqlite: string },
@@ -99,9 +95,6 @@ export interface StatementWrite {
   params: Record<string, unknown>;
   onlyIfChanged?: boolean;
 }
-
-/** Runs one statement at once inside {@link SqlRunner.sqliteUnit}. */
-export type SqliteExec = <Row = Record<string, unknown>>(statement: Statement, params?: Record<string, unknown>) => SqlResult<Row>;
 
 export interface SqlResult<Row> {
   rows: Row[];

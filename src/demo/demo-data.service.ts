@@ -1,3 +1,5 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { OrdersRepository } from '../orders/orders.repository';
 import { UsersRepository } from '../users/users.repository';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +35,7 @@ export class DemoDataService {
     private readonly config: AppConfig,
     private readonly oauthConfig: OAuthConfig,
     private readonly dataSource: DataSource,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly hasher: PasswordHasher,
     private readonly userRows: UsersRepository,
     private readonly orderRows: OrdersRepository,
@@ -91,9 +94,9 @@ export class DemoDataService {
         );
       }
     });
-    await this.dataSource.transaction(async (unit) => {
-      await this.userRows.insertMany(users, unit);
-      await this.orderRows.insertMany(orders, unit);
+    await this.transactions.withTransaction(async () => {
+      await this.userRows.insertMany(users);
+      await this.orderRows.insertMany(orders);
     });
   }
 

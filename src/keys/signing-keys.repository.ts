@@ -1,10 +1,11 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { AuditRepository } from '../audit/audit.repository';
 import { lockedReadWrite } from '../database/locked-write';
-import { type StatementWrite, epochMs, sql } from '../database/sql';
+import { SqlRunner, type StatementWrite, epochMs, sql } from '../database/sql';
 import type { KeyAction, KeyState, KeyTimeline } from './key-lifecycle';
 import { SigningKey } from './signing-key.entity';
 
@@ -63,7 +64,15 @@ function write(action: KeyAction, made: MadeKey | undefined): StatementWrite {
 /** The keys module's one way to its table. */
 @Injectable()
 export class SigningKeysRepository {
-  constructor(@InjectRepository(SigningKey) private readonly keys: Repository<SigningKey>) {}
+  constructor(
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get keys(): Repository<SigningKey> {
+    return this.transactions.tx.getRepository(SigningKey);
+  }
 
   /** Every key, newest activation first. */
   all(): Promise<SigningKey[]> {
@@ -85,7 +94,7 @@ export class SigningKeysRepository {
    * instance doing the same in between (see lockedReadWrite). `made` is the key a `publish` stores.
    */
   change(decide: (keys: KeyTimeline[]) => { actions: KeyAction[]; events: AuditEvent[] }, made?: MadeKey): Promise<KeyAction[]> {
-    return lockedReadWrite<TimelineRow, KeyAction[]>(this.keys.manager.connection, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
+    return lockedReadWrite<TimelineRow, KeyAction[]>(this.db, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
       const { actions, events } = decide(rows.map(timeline));
       const writes = [...actions.map((action) => write(action, made)), ...events.map((event) => AuditRepository.insertOf(event))];
       return { writes, result: actions };
@@ -97,13 +106,13 @@ export class SigningKeysRepository {
    * leave it. Returns how many were resealed and how many keys there are.
    */
   resealAll(reseal: (kid: string, privateJwk: string) => string | undefined): Promise<{ resealed: number; total: number }> {
-    return this.keys.manager.transaction(async (manager) => {
-      const rows = await manager.find(SigningKey);
+    return this.transactions.withTransaction(async () => {
+      const rows = await this.keys.find();
       let resealed = 0;
       for (const row of rows) {
         const sealed = reseal(row.kid, row.privateJwk);
         if (sealed === undefined) continue;
-        await manager.update(SigningKey, { kid: row.kid }, { privateJwk: sealed });
+        await this.keys.update({ kid: row.kid }, { privateJwk: sealed });
         resealed++;
       }
       return { resealed, total: rows.length };

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuditModule } from '../audit/audit.module';
 import { AppConfigModule } from '../config/config.module';
-import { SqlRunner } from '../database/sql';
 import { KeysConfig } from '../keys/keys.config';
 import { LoginChallenge } from './login-challenge.entity';
 import { MfaConfig } from './mfa.config';
@@ -44,7 +43,6 @@ import { UsersModule } from '../users/users.module';
     PasskeysService,
     SignInFactorsService,
     MfaRetention,
-    SqlRunner,
   ],
   exports: [SecondFactorsService, PasskeysService, SignInFactorsService],
 })

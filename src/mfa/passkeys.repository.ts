@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { lockedReadWrite } from '../database/locked-write';
 import { SqlRunner, Statement, epochMs, expiredRowsDeletion, sql } from '../database/sql';
 import { factorsLockKey } from './factors-lock';
@@ -95,10 +94,7 @@ function passkeyOf(row: Row): PasskeyRow {
 /** The passkeys' one way to their tables. */
 @Injectable()
 export class PasskeysRepository {
-  constructor(
-    private readonly db: SqlRunner,
-    private readonly dataSource: DataSource,
-  ) {}
+  constructor(private readonly db: SqlRunner) {}
 
   async find(id: string): Promise<PasskeyRow | undefined> {
     const row = await this.db.one<Row>(FIND, { id });
@@ -135,7 +131,7 @@ export class PasskeysRepository {
   deleteUnlessLast(id: string, userId: string, keepOne: boolean): Promise<{ name: string } | 'last' | undefined> {
     type Left = { name: string | null; passkeys: unknown; totp: unknown };
     return lockedReadWrite<Left, { name: string } | 'last' | undefined>(
-      this.dataSource,
+      this.db,
       factorsLockKey(userId),
       { statement: REMOVAL_OF, params: { id, userId } },
       ([left]) => {

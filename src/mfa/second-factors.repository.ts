@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { lockedReadWrite } from '../database/locked-write';
 import { SqlRunner, epochMs, expiredRowsDeletion, sql } from '../database/sql';
 import { factorsLockKey } from './factors-lock';
@@ -109,10 +108,7 @@ function challengeOf(row: ChallengeRow): LoginChallengeRow {
 /** The second-factor module's one way to its tables. */
 @Injectable()
 export class SecondFactorsRepository {
-  constructor(
-    private readonly db: SqlRunner,
-    private readonly dataSource: DataSource,
-  ) {}
+  constructor(private readonly db: SqlRunner) {}
 
   async findTotp(userId: string): Promise<TotpFactorRow | undefined> {
     const row = await this.db.one<{ secret: string; confirmed_at: unknown; locked_until: unknown; locks: unknown }>(FIND_TOTP, { userId });
@@ -207,7 +203,7 @@ export class SecondFactorsRepository {
    */
   removeUnlessLast(userId: string, keepOne: boolean): Promise<'removed' | 'none' | 'last'> {
     return lockedReadWrite<{ totp: unknown; passkeys: unknown }, 'removed' | 'none' | 'last'>(
-      this.dataSource,
+      this.db,
       factorsLockKey(userId),
       { statement: FACTORS_OF, params: { userId } },
       ([left]) => {

@@ -5,7 +5,6 @@ import { AuditModule } from '../audit/audit.module';
 import { AuthConfig } from '../auth/auth.config';
 import { AuthModule } from '../auth/auth.module';
 import { AppConfigModule } from '../config/config.module';
-import { SqlRunner } from '../database/sql';
 import { RetentionRepository } from './retention.repository';
 import { OAuthRetention } from './oauth.retention';
 import { KeysModule } from '../keys/keys.module';
@@ -157,7 +156,6 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     SignInSteps,
     EndSessionService,
     IdTokenHints,
-    SqlRunner,
     ClientsService,
     ClientsRepository,
     ClientAuthGuard,

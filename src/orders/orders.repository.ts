@@ -1,6 +1,7 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import type { OrderSortKey } from './dto/list-orders-query.dto';
 import { Order, type OrderStatus } from './order.entity';
 
@@ -10,7 +11,12 @@ const SORT_COLUMNS: Record<OrderSortKey, string> = { createdAt: 'o.created_at', 
 /** The orders module's one way to its table. */
 @Injectable()
 export class OrdersRepository {
-  constructor(@InjectRepository(Order) private readonly orders: Repository<Order>) {}
+  constructor(private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get orders(): Repository<Order> {
+    return this.transactions.tx.getRepository(Order);
+  }
 
   /** A page of one user's orders (of one status), sorted by `sort` then id, with the total count. */
   async pageOf(
@@ -38,8 +44,8 @@ export class OrdersRepository {
     await this.orders.insert(order);
   }
 
-  /** Stores many orders at once, in `unit` (a transaction's manager) when given. */
-  async insertMany(orders: Order[], unit?: EntityManager): Promise<void> {
-    await (unit ? unit.getRepository(Order) : this.orders).insert(orders);
+  /** Stores many orders at once. */
+  async insertMany(orders: Order[]): Promise<void> {
+    await this.orders.insert(orders);
   }
 }

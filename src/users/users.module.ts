@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { AuditModule } from '../audit/audit.module';
 import { RoleDirectory } from '../auth/role-directory';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { SqlRunner } from '../database/sql';
 import { PasswordHasher } from './password-hasher';
 import { ProfileUpdatesService } from './profile-updates.service';
 import { UserCount } from './user-count.entity';
@@ -14,14 +13,7 @@ import { UsersService } from './users.service';
 @Module({
   imports: [TypeOrmModule.forFeature([User, UserCount]), AuditModule],
   controllers: [UsersController],
-  providers: [
-    UsersService,
-    ProfileUpdatesService,
-    UsersRepository,
-    PasswordHasher,
-    SqlRunner,
-    { provide: RoleDirectory, useExisting: UsersService },
-  ],
+  providers: [UsersService, ProfileUpdatesService, UsersRepository, PasswordHasher, { provide: RoleDirectory, useExisting: UsersService }],
   exports: [UsersService, UsersRepository, PasswordHasher],
 })
 export class UsersModule {}

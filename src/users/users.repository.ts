@@ -1,6 +1,7 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import type { Repository } from 'typeorm';
 import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
 import type { UserSortKey } from './dto/list-users-query.dto';
 import { type Gender, type Role, User } from './user.entity';
@@ -90,9 +91,14 @@ function listedUser(row: ListedUserRow): ListedUser {
 @Injectable()
 export class UsersRepository {
   constructor(
-    @InjectRepository(User) private readonly users: Repository<User>,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly db: SqlRunner,
   ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get users(): Repository<User> {
+    return this.transactions.tx.getRepository(User);
+  }
 
   async roleOf(id: string): Promise<Role | undefined> {
     return (await this.db.one<{ role: Role }>(ROLE_OF, { id }))?.role;
@@ -153,9 +159,9 @@ export class UsersRepository {
     await this.users.insert(user);
   }
 
-  /** Stores many users at once, in `unit` (a transaction's manager) when given. */
-  async insertMany(users: User[], unit?: EntityManager): Promise<void> {
-    await (unit ? unit.getRepository(User) : this.users).insert(users);
+  /** Stores many users at once. */
+  async insertMany(users: User[]): Promise<void> {
+    await this.users.insert(users);
   }
 
   /** Changes a user's fields; false when there is no such user. */

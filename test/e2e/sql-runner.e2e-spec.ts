@@ -4,7 +4,10 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { AuditEvent } from '../../src/audit/audit-event.entity';
 import { handlesOf } from '../../src/database/connections';
+import type { Transactions } from '../../src/database/transactions';
 import { SqlRunner, Statement } from '../../src/database/sql';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -21,46 +24,89 @@ describe('SqlRunner: the hot paths on the data source’s own connections', () =
   let t: TestApp;
   let db: SqlRunner;
   let dataSource: DataSource;
+  let transactions: Transactions;
+  /**
+   * `work` as another request would run it, in an async context of its own (made here, outside any unit), once
+   * `open()` is called (from inside a unit).
+   */
+  const anotherRequest = <T>(work: () => Promise<T>) => {
+    let open!: () => void;
+    const done = new Promise<void>((resolve) => (open = resolve)).then(work);
+    return { open, done };
+  };
 
   beforeAll(async () => {
     t = await createTestApp();
     db = t.app.get(SqlRunner);
     dataSource = t.app.get(DataSource);
+    transactions = t.app.get<Transactions>(TransactionHost);
   });
   afterAll(() => t.close());
 
   const exists = async (id: string) => Number((await db.one<{ n: number | string }>(COUNT, { id }))!.n) === 1;
 
-  it('finds the driver handles through TypeORM’s documented options (prepareDatabase, driver)', () => {
-    const handles = handlesOf(dataSource);
-    if (POSTGRES) {
-      expect(handles.pool).toBeDefined();
-      expect(handles.sqlite).toBeUndefined();
-    } else {
-      expect(handles.sqlite?.open).toBe(true);
-      expect(handles.pool).toBeUndefined();
-    }
+  it('finds the PostgreSQL pool through TypeORM’s documented driver option', () => {
+    expect(handlesOf(dataSource).pool !== undefined).toBe(POSTGRES);
   });
 
-  it('a write made while a TypeORM transaction is open stays when that transaction rolls back', async () => {
+  it('a write of another caller made while a unit of work awaits stays when that unit rolls back', async () => {
     const mine = randomUUID();
     const theirs = randomUUID();
-    let written: Promise<unknown> | undefined;
+    const written = anotherRequest(() => db.run(INSERT, { id: mine, at: Date.now() }));
     await expect(
-      dataSource.transaction(async (manager) => {
-        await manager.query(
-          `INSERT INTO audit_events (id, at, type, actor) VALUES (${POSTGRES ? '$1, $2' : '?, ?'}, 'test.rolled_back', 'test')`,
-          [theirs, Date.now()],
-        );
-        // The hot path's write comes in while the transaction awaits between its statements.
-        written = db.run(INSERT, { id: mine, at: Date.now() });
+      transactions.withTransaction(async () => {
+        await db.run(INSERT, { id: theirs, at: Date.now() });
+        // Another request's write comes in while the unit awaits between its statements.
+        written.open();
         await sleep(30);
         throw new Error('rolled back on purpose');
       }),
     ).rejects.toThrow('rolled back on purpose');
-    await written;
+    await written.done;
     expect(await exists(theirs)).toBe(false);
     expect(await exists(mine)).toBe(true);
+  });
+
+  it('a TypeORM entity write made while a unit of work awaits does not join it either', async () => {
+    const mine = randomUUID();
+    const written = anotherRequest(() =>
+      dataSource.getRepository(AuditEvent).insert({ id: mine, at: Date.now(), type: 'test.event', actor: 'test' }),
+    );
+    await expect(
+      transactions.withTransaction(async () => {
+        await db.run(INSERT, { id: randomUUID(), at: Date.now() });
+        written.open();
+        await sleep(30);
+        throw new Error('rolled back on purpose');
+      }),
+    ).rejects.toThrow('rolled back on purpose');
+    await written.done;
+    expect(await exists(mine)).toBe(true);
+  });
+
+  it('every repository call inside a unit of work joins it: all or none', async () => {
+    const [viaSql, viaEntity] = [randomUUID(), randomUUID()];
+    await expect(
+      transactions.withTransaction(async () => {
+        await db.run(INSERT, { id: viaSql, at: Date.now() });
+        await transactions.tx.getRepository(AuditEvent).insert({ id: viaEntity, at: Date.now(), type: 'test.event', actor: 'test' });
+        expect(await exists(viaSql)).toBe(true);
+        throw new Error('rolled back on purpose');
+      }),
+    ).rejects.toThrow('rolled back on purpose');
+    expect(await exists(viaSql)).toBe(false);
+    expect(await exists(viaEntity)).toBe(false);
+  });
+
+  it('a transaction opened outside the transaction API is refused on SQLite (it would share the one connection)', async () => {
+    const id = randomUUID();
+    const opened = dataSource.transaction((manager) =>
+      manager.getRepository(AuditEvent).insert({ id, at: Date.now(), type: 'test.event', actor: 'test' }),
+    );
+    if (POSTGRES) await expect(opened).resolves.toBeDefined();
+    else
+      await expect(opened).rejects.toThrow('On SQLite a transaction is opened through the transaction API (Transactions.withTransaction)');
+    expect(await exists(id)).toBe(POSTGRES);
   });
 
   it('atomic writes go all or none', async () => {
@@ -143,7 +189,6 @@ describe('SqlRunner: the hot paths on the data source’s own connections', () =
       try {
         const serverDefault = (await other.query(SYNCHRONOUS_COMMIT)).rows[0].value as string;
         expect(serverDefault).not.toBe('off');
-        // Statements alternate between the pipelined connections: each of them asked in turn.
         for (let i = 0; i < 4; i++) expect(await db.one(SETTING)).toEqual({ value: serverDefault });
       } finally {
         await other.end();

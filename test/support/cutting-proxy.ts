@@ -1,19 +1,22 @@
 import { type Server, type Socket, connect, createServer } from 'node:net';
 
-/** PostgreSQL's ReadyForQuery message, less its status byte: the end of a transaction's answer. */
-const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
+/** PostgreSQL's ReadyForQuery message with the status "idle": the end of a committed (or single) transaction's answer. */
+const READY_AND_IDLE = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
 
 interface Cut {
   marker: Buffer;
-  /** `after-commit`: the server's answer (up to ReadyForQuery) is swallowed; `before-server`: the request is. */
+  /**
+   * `after-commit`: the answers on the marked connection pass until the one that ends its transaction (ReadyForQuery,
+   * idle), which is swallowed; `before-server`: the request is.
+   */
   when: 'after-commit' | 'before-server';
   done: () => void;
 }
 
 /**
  * A TCP proxy in front of a PostgreSQL server that can cut one connection at a chosen moment: the connection that
- * sends a given marker (a value bound to a statement) is closed either once the server has answered it (so the
- * statement committed and the client never hears so) or before the request reaches the server.
+ * sends a given marker (a value bound to a statement) is closed either once the server has committed the transaction
+ * of that statement (and the client never hears so) or before the request reaches the server.
  */
 export class CuttingProxy {
   private readonly server: Server;
@@ -68,10 +71,10 @@ export class CuttingProxy {
         client.write(chunk);
         return;
       }
-      if (chunk.includes(READY_FOR_QUERY)) {
+      if (chunk.includes(READY_AND_IDLE)) {
         end();
         marked.done();
-      }
+      } else client.write(chunk);
     });
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);

@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, type Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AuditRepository } from '../../audit/audit.repository';
@@ -55,9 +56,14 @@ export interface DocumentClientRow {
 @Injectable()
 export class ClientsRepository {
   constructor(
-    @InjectRepository(Client) private readonly clients: Repository<Client>,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly db: SqlRunner,
   ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get clients(): Repository<Client> {
+    return this.transactions.tx.getRepository(Client);
+  }
 
   findById(id: string): Promise<Client | null> {
     return this.clients.findOne({ where: { id } });

@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
@@ -86,9 +87,14 @@ export interface IssuableGrant {
 @Injectable()
 export class GrantsRepository {
   constructor(
-    @InjectRepository(Grant) private readonly grants: Repository<Grant>,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly db: SqlRunner,
   ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get grants(): Repository<Grant> {
+    return this.transactions.tx.getRepository(Grant);
+  }
 
   /** Whether a grant exists, is not revoked and has not expired at `now`. */
   async isLive(grantId: string, now: number): Promise<boolean> {

@@ -64,25 +64,6 @@ export class RefreshGrantService {
     const event = AuditService.event({ type: 'refresh.rotated', actor: `client:${client.id}`, clientId: client.id }, context, now);
     const next = this.issuer.newRefreshToken();
     const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
-    if (requestedScope === undefined && resource === undefined) {
-      const rotated = await this.tokens.rotateAndIssue({
-        now,
-        tokenHash,
-        clientId: client.id,
-        nextHash: next.hash,
-        sealed,
-        jkt: jkt ?? null,
-        event,
-      });
-      if (rotated) {
-        this.audit.log({ ...event, userId: rotated.user_id });
-        const expiresAt = epochMs(rotated.grant_expires_at);
-        const audience = this.resources.audienceFor([], rotated.grant_resources);
-        const login = loginOf(rotated.grant_auth_time, rotated.grant_sid, null, rotated.grant_amr);
-        const grant = { id: rotated.grant_id, userId: rotated.user_id, clientId: client.id, expiresAt, audience, login };
-        return this.issuer.respond(grant, await this.heldScope(rotated.user_id, rotated.scope), next, jkt);
-      }
-    }
     const row = await this.tokens.find(tokenHash);
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
     // RFC 9449 5: a public client's refresh token works only with a proof of its key. Without it, it is not a use

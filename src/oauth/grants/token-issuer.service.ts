@@ -5,7 +5,7 @@ import { JwtService } from '@nestjs/jwt';
 import { AppConfig } from '../../config/app-config';
 import { AuditService } from '../../audit/audit.service';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import type { StatementWrite } from '../../database/sql';
+
 import { SigningKeysService } from '../../keys/signing-keys.service';
 import { type ActClaim, CLIENT_CREDENTIALS_CLAIM } from '../../auth/principal';
 import type { Client } from '../entities/client.entity';
@@ -163,18 +163,18 @@ export class TokenIssuer {
   }
 
   /**
-   * The writes that store `refresh` for `grant` with `refreshScope` together with `event` (whose user and client
-   * are the grant's), for a caller that makes them part of its unit of work.
+   * Stores `refresh` for `grant` with `refreshScope` together with `event` (whose user and client are the grant's),
+   * in the caller's unit of work, which logs the event once committed.
    */
-  refreshTokenWrites(
+  async storeRefreshToken(
     grant: GrantRef,
     now: number,
     event: AuditEvent,
     refreshScope: string,
     refresh: RefreshTokenSecret,
     refreshJkt?: string,
-  ): StatementWrite[] {
-    return this.refreshTokens.insertWrites(TokenIssuer.refreshTokenOf(grant, refreshScope, refresh, refreshJkt), now, event);
+  ): Promise<void> {
+    await this.refreshTokens.insert(TokenIssuer.refreshTokenOf(grant, refreshScope, refresh, refreshJkt), now, event);
   }
 
   /**
