@@ -173,8 +173,9 @@ export class ${n.Singular}PageResponseDto {
 }
 `;
 
-const repository = (n) => `import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+const repository = (n) => `import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import type { ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
 import { ${n.Singular} } from './${n.singular}.entity';
@@ -185,7 +186,12 @@ const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.cre
 /** The module's one way to its table: every query, built or raw, is a method here. */
 @Injectable()
 export class ${n.Plural}Repository {
-  constructor(@InjectRepository(${n.Singular}) private readonly rows: Repository<${n.Singular}>) {}
+  constructor(private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** The table, in the caller's unit of work (\`transactions.withTransaction\`) when there is one. */
+  private get rows(): Repository<${n.Singular}> {
+    return this.transactions.tx.getRepository(${n.Singular});
+  }
 
 ${
   n.owned

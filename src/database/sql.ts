@@ -2,7 +2,12 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { DataSource, type QueryRunner } from 'typeorm';
+import type { Database, Statement as SqliteStatement } from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
+import type pg from 'pg';
+import { DataSource, QueryFailedError } from 'typeorm';
+import { handlesOf } from './connections';
+import { onTurn } from './transactions';
 import { isDatabaseUnavailable } from './database-errors';
 import { type SqlResult, Statement, type Write, bindValues } from './statement';
 export { type SqlResult, Statement, type StatementWrite, type Write, bindValues, expiredRowsDeletion, sql } from './statement';
@@ -12,6 +17,8 @@ export { type SqlResult, Statement, type StatementWrite, type Write, bindValues,
  * whether a unit of work committed (a server restart takes a second or two).
  */
 const OUTCOME_WAIT_MS = 5_000;
+/** Statements prepared on the SQLite connection, by text (the hot paths have a few dozen). */
+const SQLITE_STATEMENTS = 200;
 
 /**
  * Runs the repositories' hand-written {@link Statement}s on TypeORM's own connections, inside the current unit of
@@ -22,6 +29,8 @@ const OUTCOME_WAIT_MS = 5_000;
 @Injectable()
 export class SqlRunner {
   readonly postgres: boolean;
+  /** SQLite: the statements prepared on its connection. */
+  private sqlite: { db?: Database; prepared: LRUCache<string, SqliteStatement> } = { prepared: new LRUCache({ max: SQLITE_STATEMENTS }) };
 
   constructor(
     private readonly dataSource: DataSource,
@@ -32,20 +41,55 @@ export class SqlRunner {
 
   async run<Row = Record<string, unknown>>(statement: Statement, params: Record<string, unknown> = {}): Promise<SqlResult<Row>> {
     const { text, values } = bindValues(statement, params, this.postgres);
-    return this.query<Row>(text, values);
+    return this.query<Row>(text, values, statement.name);
   }
 
-  private async query<Row>(text: string, values: unknown[]): Promise<SqlResult<Row>> {
-    // The unit of work's runner, or one for this statement alone (released after it, as DataSource.query does).
+  /**
+   * Runs a statement on the unit's connection (`QueryRunner.connect()` gives the driver's), or outside a unit on
+   * PostgreSQL's pool / SQLite's connection once no unit holds it (see transactions.ts). Straight on the driver:
+   * PostgreSQL prepares a {@link Statement} once per connection under its name, SQLite once per text.
+   */
+  private async query<Row>(text: string, values: unknown[], name?: string): Promise<SqlResult<Row>> {
     const unit = this.transactions.tx.queryRunner;
-    const runner: QueryRunner = unit ?? this.dataSource.createQueryRunner();
+    const { logger } = this.dataSource;
+    logger.logQuery(text, values);
     try {
-      const result = await runner.query(text, values, true);
-      const rows = (result.records ?? []) as Row[];
-      return { rows, affected: result.affected ?? rows.length };
-    } finally {
-      if (!unit) await runner.release();
+      if (!this.postgres) {
+        if (unit) return this.sqliteExec<Row>((await unit.connect()) as Database, text, values);
+        const db = await this.sqliteConnection();
+        return await onTurn(this.dataSource, () => this.sqliteExec<Row>(db, text, values));
+      }
+      const client: pg.ClientBase | pg.Pool = unit ? ((await unit.connect()) as pg.ClientBase) : this.pool();
+      const result = await client.query(name ? { name, text, values } : { text, values });
+      const rows = result.rows as Row[];
+      return { rows, affected: result.rowCount ?? rows.length };
+    } catch (error) {
+      if (error instanceof QueryFailedError) throw error;
+      logger.logQueryError(error as Error, text, values);
+      throw new QueryFailedError(text, values, error as Error);
     }
+  }
+
+  private sqliteExec<Row>(db: Database, text: string, values: unknown[]): SqlResult<Row> {
+    if (this.sqlite.db !== db) this.sqlite = { db, prepared: new LRUCache({ max: SQLITE_STATEMENTS }) };
+    let prepared = this.sqlite.prepared.get(text);
+    if (!prepared) this.sqlite.prepared.set(text, (prepared = db.prepare(text)));
+    if (!prepared.reader) return { rows: [], affected: prepared.run(...values).changes };
+    const rows = prepared.all(...values) as Row[];
+    return { rows, affected: rows.length };
+  }
+
+  /** SQLite's one connection (TypeORM's), read again when the data source has a new one. */
+  private async sqliteConnection(): Promise<Database> {
+    if (this.sqlite.db?.open) return this.sqlite.db;
+    return (await this.dataSource.createQueryRunner().connect()) as Database;
+  }
+
+  /** The driver's pool (TypeORM's), read at each call: a reconnected data source has a new one. */
+  private pool(): pg.Pool {
+    const pool = handlesOf(this.dataSource).pool;
+    if (!pool) throw new QueryFailedError('', [], new Error('Connection pool is not open'));
+    return pool;
   }
 
   /**
@@ -53,6 +97,12 @@ export class SqlRunner {
    * event, say). Returns the rows each write changed (0 for one skipped by `onlyIfChanged`).
    */
   atomic(writes: Write[]): Promise<number[]> {
+    if (writes.length === 1 && !this.transactions.isTransactionActive()) {
+      // One statement is a transaction of its own: no BEGIN and COMMIT around it.
+      const [write] = writes;
+      const done = 'statement' in write ? this.run(write.statement, write.params) : this.query(write.text, write.values);
+      return done.then(({ affected }) => [affected]);
+    }
     return this.transactions.withTransaction(async () => {
       const changed: number[] = [];
       for (const write of writes) {

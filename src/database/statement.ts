@@ -14,8 +14,11 @@ interface Compiled {
  * spliced into the text.
  */
 export class Statement {
+  private static count = 0;
   private static readonly made: Statement[] = [];
   private readonly compiled: { postgres?: Compiled; sqlite?: Compiled } = {};
+  /** The name PostgreSQL prepares it under, once per connection (unique per statement in the process). */
+  readonly name = `hot_${++Statement.count}`;
   /** The text PostgreSQL runs; SQLite runs {@link sqliteSource} where the two differ. */
   readonly source: string;
   private readonly sqliteSource: string;

@@ -51,8 +51,8 @@ describe('an answer lost after the commit', () => {
     const issued = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: verifier });
     expect(issued.status).toBe(200);
 
-    // The rotation's unit (the token is read before it, on a connection of its own).
-    const cut = proxy.cutOnce('UPDATE refresh_tokens SET rotated_at', 'after-commit');
+    // The rotation (the token is read first, by the statement that carries its hash before it).
+    const cut = proxy.cutOnce(hashSecret(issued.body.refresh_token), 'after-commit', 1);
     const rotated = await token(t, client, { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token });
     await cut;
     expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
@@ -81,7 +81,7 @@ describe('an answer lost after the commit', () => {
     const issued = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: verifier });
     expect(issued.status).toBe(200);
 
-    const cut = proxy.cutOnce('UPDATE refresh_tokens SET rotated_at', 'before-server');
+    const cut = proxy.cutOnce(hashSecret(issued.body.refresh_token), 'before-server', 1);
     const lost = await backChannel(t, '/token', client, { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token });
     await cut;
     expect(lost.status).toBe(503);

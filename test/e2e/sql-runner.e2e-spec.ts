@@ -9,6 +9,7 @@ import { AuditEvent } from '../../src/audit/audit-event.entity';
 import { handlesOf } from '../../src/database/connections';
 import type { Transactions } from '../../src/database/transactions';
 import { SqlRunner, Statement } from '../../src/database/sql';
+import { captureQueries } from '../support/queries';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
@@ -156,6 +157,26 @@ describe('SqlRunner: the hot paths on the data source’s own connections', () =
     expect(await exists(b)).toBe(true);
     expect(await exists(c)).toBe(false);
     expect(await exists(d)).toBe(true);
+  });
+
+  it('units that wait for SQLite’s connection share one commit (PostgreSQL: one each), each all or none', async () => {
+    const ids = Array.from({ length: 5 }, () => randomUUID());
+    let outcomes: PromiseSettledResult<number[]>[] = [];
+    const queries = await captureQueries(t, async () => {
+      outcomes = await Promise.allSettled(
+        ids.map((id, i) =>
+          db.atomic([
+            { statement: INSERT, params: { id, at: Date.now() } },
+            i === 2
+              ? { statement: INSERT_WITHOUT_TYPE, params: { id: randomUUID() } }
+              : { statement: INSERT, params: { id: randomUUID(), at: Date.now() } },
+          ]),
+        ),
+      );
+    });
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(await Promise.all(ids.map(exists))).toEqual([true, true, false, true, true]);
+    expect(queries.filter((query) => /^COMMIT/i.test(query.sql))).toHaveLength(POSTGRES ? 4 : 1);
   });
 
   it('a write is committed when its promise resolves: another connection reads it', async () => {

@@ -8,16 +8,18 @@ import { type CapturedQuery, captureQueries } from '../support/queries';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 /**
- * The statements each step of the code flow sends to the database, recorded from the real data source, the same
- * on both databases (each OAuth rule is written once, in TypeScript): authorize + token read the session, then
- * write the grant, its code and the `code.issued` event in one unit of work, then consume the code and store the
- * refresh token and the `code.redeemed` event in another; with consent, the consent is read too. A refresh reads
- * the token with its grant, then rotates it and stores its successor with the event in one unit.
+ * The statements each step of the code flow sends to the database, recorded from the real data source. The checks
+ * are TypeScript, the same on both databases; only the writing differs. Authorize + token read the session, write
+ * the grant, its code and the `code.issued` event, then consume the code and store the refresh token and the
+ * `code.redeemed` event in one unit; a refresh reads the token with its grant, then rotates it and stores its
+ * successor with the event. PostgreSQL writes rows that go together in one statement (a round trip each, no unit
+ * needed for one statement): 4 statements in 1 unit, and 2 in none; SQLite, whose statements are function calls,
+ * a statement per row: 7 in 2 units, and 4 in 1.
  */
 const POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
-const FLOW = { units: 2, statements: 7 };
-const REFRESH = { units: 1, statements: 4 };
-const TRANSACTION_CONTROL = /^(START TRANSACTION|BEGIN|COMMIT|ROLLBACK)/i;
+const FLOW = POSTGRES ? { units: 1, statements: 4 } : { units: 2, statements: 7 };
+const REFRESH = POSTGRES ? { units: 0, statements: 2 } : { units: 1, statements: 4 };
+const TRANSACTION_CONTROL = /^(START TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i;
 
 /** How many units of work (committed transactions) and how many other statements. */
 function shape(statements: string[]): { units: number; statements: number } {
@@ -72,7 +74,7 @@ describe('statements per code flow (recorded SQL)', () => {
     expect(shape(statements), statements.join('\n')).toEqual(FLOW);
   });
 
-  it(`a refresh with rotation: ${REFRESH.statements} statements in ${REFRESH.units} unit`, async () => {
+  it(`a refresh with rotation: ${REFRESH.statements} statements in ${REFRESH.units} units`, async () => {
     const client = await registerClient(t, { trusted: true });
     const { refresh } = await issueTokens(t, { client, browser });
     let answer: Awaited<ReturnType<typeof token>> | undefined;
@@ -104,7 +106,7 @@ describe('statements per code flow (recorded SQL)', () => {
         expect((await token(t, trusted, { grant_type: 'refresh_token', refresh_token: refresh })).status).toBe(200);
       });
       const statements = [...new Set(foreground(recorded))].filter((text) => !TRANSACTION_CONTROL.test(text));
-      expect(statements.length).toBeGreaterThanOrEqual(FLOW.statements);
+      expect(statements.length).toBeGreaterThanOrEqual(FLOW.statements + REFRESH.statements - 1);
 
       expect(await wholeTableReads(t, statements)).toEqual([]);
     });

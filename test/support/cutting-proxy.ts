@@ -10,6 +10,8 @@ interface Cut {
    * idle), which is swallowed; `before-server`: the request is.
    */
   when: 'after-commit' | 'before-server';
+  /** Requests carrying the marker to let through before the one that is cut. */
+  skip: number;
   done: () => void;
 }
 
@@ -33,9 +35,9 @@ export class CuttingProxy {
     this.port = (this.server.address() as { port: number }).port;
   }
 
-  /** Arms one cut; resolves once it happened. */
-  cutOnce(marker: string, when: Cut['when']): Promise<void> {
-    return new Promise((done) => (this.cut = { marker: Buffer.from(marker), when, done }));
+  /** Arms one cut, at the request carrying `marker` after `skip` others did; resolves once it happened. */
+  cutOnce(marker: string, when: Cut['when'], skip = 0): Promise<void> {
+    return new Promise((done) => (this.cut = { marker: Buffer.from(marker), when, skip, done }));
   }
 
   async close(): Promise<void> {
@@ -55,7 +57,7 @@ export class CuttingProxy {
     };
     client.on('data', (chunk: Buffer) => {
       const cut = this.cut;
-      if (!marked && cut && chunk.includes(cut.marker)) {
+      if (!marked && cut && chunk.includes(cut.marker) && cut.skip-- === 0) {
         this.cut = undefined;
         marked = cut;
         if (cut.when === 'before-server') {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import { AuditRepository } from '../../audit/audit.repository';
+import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner, Statement, sql } from '../../database/sql';
 import { grantStateColumns } from './grants.repository';
 
@@ -13,6 +13,14 @@ const CODE_INSERT = `
   VALUES (:codeHash, :grantId, :clientId, :userId, :redirectUri, :scope, :codeChallenge, :now, :codeExpiresAt, NULL, :nonce, :dpopJkt)`;
 const INSERT_GRANT = new Statement(GRANT_INSERT);
 const INSERT_CODE = new Statement(CODE_INSERT);
+/**
+ * PostgreSQL: the same three rows (grant, code, `code.issued` event) written by one statement, a round trip instead
+ * of five (a unit's BEGIN, three INSERTs, COMMIT). SQLite has no data-modifying CTE, and its statements are
+ * function calls: the three INSERTs in one unit.
+ */
+const INSERT_GRANT_AND_CODE = new Statement(
+  `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
+);
 
 const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce, dpop_jkt';
 /**
@@ -68,7 +76,9 @@ export class CodesRepository {
 
   /** Stores a grant, its code and the `code.issued` event, together. */
   async insertWithGrant(params: NewCodeParams, event: AuditEvent): Promise<void> {
-    await this.db.atomic([{ statement: INSERT_GRANT, params }, { statement: INSERT_CODE, params }, AuditRepository.insertOf(event)]);
+    if (this.db.postgres)
+      await this.db.atomic([{ statement: INSERT_GRANT_AND_CODE, params: { ...params, ...AuditRepository.params(event) } }]);
+    else await this.db.atomic([{ statement: INSERT_GRANT, params }, { statement: INSERT_CODE, params }, AuditRepository.insertOf(event)]);
   }
 
   /**
