@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm, type TypeOrmTransactionalAdapterOptions } from '@nestjs-cls/transactional-adapter-typeorm';
 import { E_TIMEOUT, type MutexInterface, Mutex, withTimeout } from 'async-mutex';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type DataSource,
   type EntityManager,
@@ -51,9 +52,19 @@ class Open {
     end?.();
   }
 
-  /** Resolves once no transaction is open (at once when none is). */
+  /**
+   * Resolves once no transaction is open (at once when none is); fails as busy after {@link SQLITE_TURN_WAIT_MS}
+   * (a unit that awaits something waiting for it would otherwise never end).
+   */
   async closed(): Promise<void> {
-    while (this.ended) await this.ended;
+    const deadline = Date.now() + SQLITE_TURN_WAIT_MS;
+    while (this.ended) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw busy(E_TIMEOUT);
+      const waiting = new AbortController();
+      await Promise.race([this.ended, sleep(left, undefined, { ref: false, signal: waiting.signal }).catch(() => undefined)]);
+      waiting.abort();
+    }
   }
 }
 const opens = new WeakMap<DataSource, Open>();
