@@ -12,6 +12,8 @@ interface Cut {
   when: 'after-commit' | 'before-server';
   /** Requests carrying the marker to let through before the one that is cut. */
   skip: number;
+  /** Whether the database then stays away (every connection closed, new ones refused) until {@link CuttingProxy.up}. */
+  thenDown: boolean;
   done: () => void;
 }
 
@@ -24,6 +26,7 @@ export class CuttingProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private cut: Cut | undefined;
+  private down = false;
   port = 0;
 
   constructor(private readonly targetPort: number) {
@@ -36,8 +39,19 @@ export class CuttingProxy {
   }
 
   /** Arms one cut, at the request carrying `marker` after `skip` others did; resolves once it happened. */
-  cutOnce(marker: string, when: Cut['when'], skip = 0): Promise<void> {
-    return new Promise((done) => (this.cut = { marker: Buffer.from(marker), when, skip, done }));
+  cutOnce(marker: string, when: Cut['when'], skip = 0, thenDown = false): Promise<void> {
+    return new Promise((done) => (this.cut = { marker: Buffer.from(marker), when, skip, thenDown, done }));
+  }
+
+  /** Lets connections through again after a cut that took the database away. */
+  up(): void {
+    this.down = false;
+  }
+
+  private goDown(): void {
+    this.down = true;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
   }
 
   async close(): Promise<void> {
@@ -46,6 +60,10 @@ export class CuttingProxy {
   }
 
   private accept(client: Socket): void {
+    if (this.down) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(this.targetPort, '127.0.0.1');
     this.sockets.add(client).add(upstream);
     let marked: Cut | undefined;
@@ -62,6 +80,7 @@ export class CuttingProxy {
         marked = cut;
         if (cut.when === 'before-server') {
           end();
+          if (cut.thenDown) this.goDown();
           cut.done();
           return;
         }
@@ -75,6 +94,7 @@ export class CuttingProxy {
       }
       if (chunk.includes(READY_AND_IDLE)) {
         end();
+        if (marked.thenDown) this.goDown();
         marked.done();
       } else client.write(chunk);
     });

@@ -31,9 +31,13 @@ export class RefreshToken {
   @EpochMsColumn({ nullable: true })
   rotatedAt: number | null;
 
-  /** With a client's rotation grace: the successor, sealed under this token's own secret (`sealFor` in secrets.ts). */
+  /** Once rotated: the successor, sealed under this token's own secret (`sealFor` in secrets.ts), until it is handed out again. */
   @Column({ type: 'text', nullable: true })
   successorSealed: string | null;
+
+  /** Until when presenting this rotated token again gets its successor: the rotation's answer was lost (a 503). */
+  @EpochMsColumn({ nullable: true })
+  retryUntil: number | null;
 
   /** RFC 9449: a public client's refresh token is usable only with a DPoP proof of this key (its thumbprint). */
   @Column({ type: 'varchar', length: 64, nullable: true })

@@ -14,6 +14,8 @@ import { ResourceIndicators } from '../resource-indicators';
 import { hashSecret, openWith, sealFor } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { LostRotationAnswers } from './lost-rotation-answers';
+import { isDatabaseUnavailable } from '../../database/database-errors';
 
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
@@ -36,6 +38,7 @@ export class RefreshGrantService {
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly users: UsersService,
+    private readonly lostAnswers: LostRotationAnswers,
   ) {}
 
   /**
@@ -63,7 +66,8 @@ export class RefreshGrantService {
     const now = Date.now();
     const event = AuditService.event({ type: 'refresh.rotated', actor: `client:${client.id}`, clientId: client.id }, context, now);
     const next = this.issuer.newRefreshToken();
-    const sealed = client.refreshGraceSeconds > 0 ? sealFor(presented, next.secret) : null;
+    // Sealed for every rotation: a retry after a lost answer gets it too, not only a client's grace.
+    const sealed = sealFor(presented, next.secret);
     const row = await this.tokens.find(tokenHash);
     if (!row || row.client_id !== client.id) throw invalidGrant('The refresh token is invalid.');
     // RFC 9449 5: a public client's refresh token works only with a proof of its key. Without it, it is not a use
@@ -82,7 +86,15 @@ export class RefreshGrantService {
     // The rotation and its successor (with the event) together: a crash in between cannot leave a rotated token
     // without the successor it was rotated to.
     const successor = TokenIssuer.refreshTokenOf(grant, row.scope, next, row.dpop_jkt);
-    if (!(await this.tokens.rotate(tokenHash, sealed, now, successor, event))) {
+    let rotated: boolean;
+    try {
+      rotated = await this.tokens.rotate(tokenHash, sealed, now, successor, event);
+    } catch (error) {
+      // Committed or not, nobody knows until the database answers: its retry must not look like reuse.
+      if (isDatabaseUnavailable(error)) this.lostAnswers.record(tokenHash, now);
+      throw error;
+    }
+    if (!rotated) {
       // Another request rotated it in between: this one is a second presentation.
       const again = await this.tokens.find(tokenHash);
       return this.presentedAgain(client, again ?? row, presented, { requestedScope, resource, jkt }, event);
@@ -104,7 +116,13 @@ export class RefreshGrantService {
   ): Promise<TokenResponse> {
     const now = event.at;
     const rotatedAt = epochMs(row.rotated_at, true);
-    const inGrace = row.successor_sealed !== null && rotatedAt !== null && now - rotatedAt <= client.refreshGraceSeconds * 1000;
+    const retryUntil = epochMs(row.retry_until, true);
+    const retry =
+      rotatedAt !== null &&
+      ((client.refreshGraceSeconds > 0 && now - rotatedAt <= client.refreshGraceSeconds * 1000) ||
+        (retryUntil !== null && now <= retryUntil) ||
+        this.lostAnswers.holds(hashSecret(presented), rotatedAt));
+    const inGrace = row.successor_sealed !== null && retry;
     const secret = inGrace ? openWith(presented, row.successor_sealed!) : undefined;
     if (secret !== undefined) {
       const hash = hashSecret(secret);

@@ -39,7 +39,7 @@ const ROTATE_WITH_SUCCESSOR = new Statement(`
 
 /** The refresh token with its grant's state, in one round trip. */
 const FIND_REFRESH_TOKEN = new Statement(`
-  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed, r.dpop_jkt,
+  SELECT r.grant_id, r.client_id, r.user_id, r.scope, r.expires_at, r.rotated_at, r.successor_sealed, r.retry_until, r.dpop_jkt,
     ${grantStateColumns('r.grant_id')}
   FROM refresh_tokens r
   WHERE r.token_hash = :tokenHash`);
@@ -50,6 +50,8 @@ const ROTATE_REFRESH_TOKEN = sql`
  * successor itself is still unused (checked in the same statement, so a rotation of the successor in between
  * cannot slip through).
  */
+/** Marks a rotation (this token's, at `:rotatedAt`) whose answer was lost: a presentation again until `:until` is a retry. */
+const RETRYABLE = sql`UPDATE refresh_tokens SET retry_until = :until WHERE token_hash = :tokenHash AND rotated_at = :rotatedAt`;
 const USE_GRACE = sql`
   UPDATE refresh_tokens SET successor_sealed = NULL
   WHERE token_hash = :tokenHash AND successor_sealed IS NOT NULL
@@ -69,6 +71,8 @@ export interface RefreshTokenRow {
   expires_at: string | number;
   rotated_at: string | number | null;
   successor_sealed: string | null;
+  /** Until when a presentation again gets the successor, after a rotation whose answer was lost. */
+  retry_until: string | number | null;
   /** RFC 9449: the thumbprint of the key a public client's refresh token is bound to. */
   dpop_jkt: string | null;
   grant_revoked_at: string | number | null;
@@ -162,6 +166,11 @@ export class RefreshTokensRepository {
       await this.db.run(PRESENTED_SETTLED, written);
       return (await this.db.one(SUCCESSOR_STORED, written)) ? true : undefined;
     });
+  }
+
+  /** Marks the rotation of `tokenHash` at `rotatedAt` as one whose answer was lost (see RETRYABLE). */
+  async markRetryable(tokenHash: string, rotatedAt: number, until: number): Promise<void> {
+    await this.db.run(RETRYABLE, { tokenHash, rotatedAt, until });
   }
 
   /** Takes the rotation grace of `tokenHash` (its successor `successorHash` still unused), with the event; false when gone. */
