@@ -1,7 +1,12 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import { MoreThan, type Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AuditRepository } from '../../audit/audit.repository';
-import { SqlRunner, Statement, expiredRowsDeletion, sql } from '../../database/sql';
+import { SqlRunner } from '../../database/sql';
+import { DeviceAuthorization } from '../entities/device-authorization.entity';
+import { Grant } from '../entities/grant.entity';
 
 export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'used';
 
@@ -43,83 +48,116 @@ export interface DeviceApproval {
   scope: string;
 }
 
-const COLUMNS = 'id, client_id, scope, resources, status, interval_seconds, next_poll_at, expires_at, user_id, grant_id';
-const INSERT = sql`
-  INSERT INTO device_authorizations
-    (id, user_code_hash, client_id, scope, resources, status, interval_seconds, next_poll_at, created_at, expires_at, user_id, grant_id)
-  VALUES (:id, :userCodeHash, :clientId, :scope, :resources, 'pending', :intervalSeconds, :now, :now, :expiresAt, NULL, NULL)`;
-const BY_USER_CODE = new Statement(
-  `SELECT ${COLUMNS} FROM device_authorizations WHERE user_code_hash = :userCodeHash AND expires_at > :now`,
-);
-const BY_DEVICE_CODE = new Statement(`SELECT ${COLUMNS} FROM device_authorizations WHERE id = :id AND client_id = :clientId`);
-/** The grant an approval starts: the person's, for the request's client, scope and resources, with the session's login. */
-const INSERT_GRANT = new Statement(`
-  INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid, amr)
-  SELECT :grantId, :userId, client_id, :scope, resources, CAST(:now AS bigint), CAST(:grantExpiresAt AS bigint), NULL,
-    CAST(:authTime AS bigint), :sid, :amr
-  FROM device_authorizations WHERE user_code_hash = :userCodeHash`);
-const APPROVE = new Statement(`
-  UPDATE device_authorizations SET status = 'approved', user_id = :userId, grant_id = :grantId
-  WHERE user_code_hash = :userCodeHash AND status = 'pending' AND expires_at > :now`);
-const DENY = new Statement(`
-  UPDATE device_authorizations SET status = 'denied', user_id = :userId
-  WHERE user_code_hash = :userCodeHash AND status = 'pending' AND expires_at > :now`);
-/** A poll of a pending request: the earliest next one moves on, and on `slow_down` the interval grows too. */
-const POLLED = sql`
-  UPDATE device_authorizations SET interval_seconds = :intervalSeconds, next_poll_at = :nextPollAt WHERE id = :id AND status = 'pending'`;
-/** The tokens of an approved request are handed out once: whoever marks it used first. */
-const USE = sql`UPDATE device_authorizations SET status = 'used' WHERE id = :id AND status = 'approved'`;
-const DELETE_EXPIRED = expiredRowsDeletion('device_authorizations');
+/** The request as its callers read it (the columns' names). */
+function rowOf(request: DeviceAuthorization): DeviceAuthorizationRow {
+  return {
+    id: request.id,
+    client_id: request.clientId,
+    scope: request.scope,
+    resources: request.resources,
+    status: request.status as DeviceStatus,
+    interval_seconds: request.intervalSeconds,
+    next_poll_at: request.nextPollAt,
+    expires_at: request.expiresAt,
+    user_id: request.userId,
+    grant_id: request.grantId,
+  };
+}
 
 /** The device authorization requests' one way to their table. */
 @Injectable()
 export class DeviceAuthorizationsRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The tables, in the current unit of work when there is one. */
+  private get rows(): Repository<DeviceAuthorization> {
+    return this.transactions.tx.getRepository(DeviceAuthorization);
+  }
+
+  private get grants(): Repository<Grant> {
+    return this.transactions.tx.getRepository(Grant);
+  }
+
+  /** An event's insert, in the current unit of work. */
+  private async audit(event: AuditEvent): Promise<void> {
+    const { statement, params } = AuditRepository.insertOf(event);
+    await this.db.run(statement, params);
+  }
 
   /** Stores a new request with its `device.authorization` event. */
   async insert(request: NewDeviceAuthorization, event: AuditEvent): Promise<void> {
-    await this.db.atomic([{ statement: INSERT, params: { ...request } }, AuditRepository.insertOf(event)]);
+    const { now, ...fields } = request;
+    await this.transactions.withTransaction(async () => {
+      await this.rows.insert({ ...fields, status: 'pending', nextPollAt: now, createdAt: now, userId: null, grantId: null });
+      await this.audit(event);
+    });
   }
 
   /** The live request of this user code. */
-  byUserCode(userCodeHash: string, now: number): Promise<DeviceAuthorizationRow | undefined> {
-    return this.db.one<DeviceAuthorizationRow>(BY_USER_CODE, { userCodeHash, now });
+  async byUserCode(userCodeHash: string, now: number): Promise<DeviceAuthorizationRow | undefined> {
+    const request = await this.rows.findOne({ where: { userCodeHash, expiresAt: MoreThan(now) } });
+    return request ? rowOf(request) : undefined;
   }
 
   /** The request of this device code, if it is this client's. */
-  byDeviceCode(id: string, clientId: string): Promise<DeviceAuthorizationRow | undefined> {
-    return this.db.one<DeviceAuthorizationRow>(BY_DEVICE_CODE, { id, clientId });
+  async byDeviceCode(id: string, clientId: string): Promise<DeviceAuthorizationRow | undefined> {
+    const request = await this.rows.findOne({ where: { id, clientId } });
+    return request ? rowOf(request) : undefined;
   }
 
   /** Approves a pending request and starts its grant, with the event, in one transaction; false when it was not pending. */
-  async approve(approval: DeviceApproval, event: AuditEvent): Promise<boolean> {
-    const [approved] = await this.db.atomic([
-      { statement: APPROVE, params: { ...approval } },
-      { statement: INSERT_GRANT, params: { ...approval }, onlyIfChanged: true },
-      AuditRepository.insertOf(event, { onlyIfChanged: true }),
-    ]);
-    return approved > 0;
+  approve(approval: DeviceApproval, event: AuditEvent): Promise<boolean> {
+    const { userCodeHash, userId, grantId, now } = approval;
+    return this.transactions.withTransaction(async () => {
+      // One conditional UPDATE picks the one approval; the grant and event follow only for it.
+      const pending = { userCodeHash, status: 'pending', expiresAt: MoreThan(now) };
+      if (!(await this.rows.update(pending, { status: 'approved', userId, grantId })).affected) return false;
+      const request = await this.rows.findOneOrFail({ select: { clientId: true, resources: true }, where: { userCodeHash } });
+      await this.grants.insert({
+        id: grantId,
+        userId,
+        clientId: request.clientId,
+        scope: approval.scope,
+        resources: request.resources,
+        createdAt: now,
+        expiresAt: approval.grantExpiresAt,
+        revokedAt: null,
+        authTime: approval.authTime,
+        sid: approval.sid,
+        amr: approval.amr,
+      });
+      await this.audit(event);
+      return true;
+    });
   }
 
   /** Denies a pending request, with the event; false when it was not pending. */
-  async deny(userCodeHash: string, userId: string, now: number, event: AuditEvent): Promise<boolean> {
-    const [denied] = await this.db.atomic([
-      { statement: DENY, params: { userCodeHash, userId, now } },
-      AuditRepository.insertOf(event, { onlyIfChanged: true }),
-    ]);
-    return denied > 0;
+  deny(userCodeHash: string, userId: string, now: number, event: AuditEvent): Promise<boolean> {
+    return this.transactions.withTransaction(async () => {
+      const pending = { userCodeHash, status: 'pending', expiresAt: MoreThan(now) };
+      if (!(await this.rows.update(pending, { status: 'denied', userId })).affected) return false;
+      await this.audit(event);
+      return true;
+    });
   }
 
+  /** A poll of a pending request: the earliest next one moves on, and on `slow_down` the interval grows too. */
   async polled(id: string, intervalSeconds: number, nextPollAt: number): Promise<void> {
-    await this.db.run(POLLED, { id, intervalSeconds, nextPollAt });
+    await this.rows.update({ id, status: 'pending' }, { intervalSeconds, nextPollAt });
   }
 
-  /** Marks an approved request used; false when another poll did first. */
+  /** Marks an approved request used; false when another poll did first (one conditional UPDATE: tokens once). */
   async use(id: string): Promise<boolean> {
-    return (await this.db.run(USE, { id })).affected > 0;
+    return Boolean((await this.rows.update({ id, status: 'approved' }, { status: 'used' })).affected);
   }
 
+  /** Deletes up to `batch` requests expired before `cutoff` (one statement, as the retention job's other deletes). */
   async deleteExpired(cutoff: number, batch: number): Promise<number> {
-    return (await this.db.run(DELETE_EXPIRED, { cutoff, batch })).affected;
+    const expired = this.rows.createQueryBuilder('d').select('d.id').where('d.expires_at < :cutoff').limit(batch);
+    const deleted = await this.rows.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
+    return deleted.affected ?? 0;
   }
 }

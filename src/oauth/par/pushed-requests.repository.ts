@@ -1,40 +1,46 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlRunner, epochMs, expiredRowsDeletion, sql } from '../../database/sql';
-
-const INSERT = sql`
-  INSERT INTO pushed_requests (id, client_id, params, expires_at, used_at) VALUES (:id, :clientId, :params, :expiresAt, NULL)`;
-const FIND = sql`
-  SELECT client_id, params, login_after FROM pushed_requests WHERE id = :id AND expires_at > :now AND used_at IS NULL`;
-/** The one answer a pushed request yields: whoever marks it first. */
-const USE = sql`UPDATE pushed_requests SET used_at = :now WHERE id = :id AND used_at IS NULL AND expires_at > :now`;
-/** The login the request asked for is asked: its parameters without it, and only a login after `loginAfter` answers. */
-const SETTLE = sql`UPDATE pushed_requests SET params = :params, login_after = :loginAfter WHERE id = :id AND used_at IS NULL`;
-/** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
-const DELETE_EXPIRED = expiredRowsDeletion('pushed_requests');
+import { IsNull, MoreThan, type Repository } from 'typeorm';
+import { PushedRequest } from '../entities/pushed-request.entity';
 
 /** The pushed authorization requests' one way to their table. */
 @Injectable()
 export class PushedRequestsRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get rows(): Repository<PushedRequest> {
+    return this.transactions.tx.getRepository(PushedRequest);
+  }
 
   async insert(id: string, clientId: string, params: string, expiresAt: number): Promise<void> {
-    await this.db.run(INSERT, { id, clientId, params, expiresAt });
+    await this.rows.insert({ id, clientId, params, expiresAt, usedAt: null });
   }
 
+  /** The live, unused request of this id. */
   async find(id: string, now: number): Promise<{ clientId: string; params: string; loginAfter: number | null } | undefined> {
-    const row = await this.db.one<{ client_id: string; params: string; login_after: string | number | null }>(FIND, { id, now });
-    return row && { clientId: row.client_id, params: row.params, loginAfter: epochMs(row.login_after, true) };
+    const row = await this.rows.findOne({
+      select: { clientId: true, params: true, loginAfter: true },
+      where: { id, expiresAt: MoreThan(now), usedAt: IsNull() },
+    });
+    return row ? { clientId: row.clientId, params: row.params, loginAfter: row.loginAfter ?? null } : undefined;
   }
 
+  /** The one answer a pushed request yields: whoever marks it first (one conditional UPDATE). */
   async use(id: string, now: number): Promise<boolean> {
-    return (await this.db.run(USE, { id, now })).affected > 0;
+    return Boolean((await this.rows.update({ id, usedAt: IsNull(), expiresAt: MoreThan(now) }, { usedAt: now })).affected);
   }
 
+  /** The login the request asked for is asked: its parameters without it, and only a login after `loginAfter` answers. */
   async settle(id: string, params: string, loginAfter: number): Promise<void> {
-    await this.db.run(SETTLE, { id, params, loginAfter });
+    await this.rows.update({ id, usedAt: IsNull() }, { params, loginAfter });
   }
 
+  /** Deletes up to `batch` requests expired before `cutoff` (one statement, as the retention job's other deletes). */
   async deleteExpired(cutoff: number, batch: number): Promise<number> {
-    return (await this.db.run(DELETE_EXPIRED, { cutoff, batch })).affected;
+    const expired = this.rows.createQueryBuilder('p').select('p.id').where('p.expires_at < :cutoff').limit(batch);
+    const deleted = await this.rows.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
+    return deleted.affected ?? 0;
   }
 }
