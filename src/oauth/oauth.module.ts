@@ -60,7 +60,7 @@ import { OAuthConfig } from './oauth.config';
 import { oauthPagesProvider } from './interaction/custom-pages.module';
 import { OAuthPages } from './interaction/pages';
 import { RefreshGrantService } from './grants/refresh-grant.service';
-import { LostRotationAnswers } from './grants/lost-rotation-answers';
+import { LostAnswers } from './grants/lost-answers';
 import { RevocationController } from './endpoints/revocation.controller';
 import { SessionsRepository } from './interaction/sessions.repository';
 import { SessionsService } from './interaction/sessions.service';
@@ -184,7 +184,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     CodeGrantService,
     CodesRepository,
     RefreshGrantService,
-    LostRotationAnswers,
+    LostAnswers,
     ClientCredentialsGrantService,
     TokenExchangeGrantService,
     GrantRevocationService,

@@ -21,11 +21,12 @@ import { ThrowawayPostgres } from '../support/throwaway-postgres';
 const OUTAGE_MS = 15_000;
 
 /**
- * A refresh rotation that commits while the database goes away before its answer, for longer than the service waits
- * to read the outcome back: the client is answered 503, and its retry with the same token, once the database is
- * back, must get its tokens (on another instance too), never a revoked grant; a later replay still revokes.
+ * A refresh rotation or a code redemption that commits while the database goes away before its answer, for longer
+ * than the service waits to read the outcome back: the client is answered 503, and its retry with the same token or
+ * code, once the database is back, gets its tokens (here on another instance), never a revoked grant; a later
+ * replay still revokes.
  */
-describe('a rotation answered 503 after its commit, the database away for 15 s', () => {
+describe('an answer lost after the commit, the database away for 15 s', () => {
   let database: ThrowawayPostgres;
   let proxy: CuttingProxy;
   let t: TestApp;
@@ -47,18 +48,64 @@ describe('a rotation answered 503 after its commit, the database away for 15 s',
     database?.destroy();
   });
 
-  async function retryMark(refreshToken: string): Promise<unknown> {
+  /** The retry mark of a refresh token's or a code's row, once the instance that answered 503 has written it. */
+  async function retryMark(table: 'refresh_tokens' | 'authorization_codes', secret: string): Promise<unknown> {
+    const key = table === 'refresh_tokens' ? 'token_hash' : 'code_hash';
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
-      const { rows } = await client.query('SELECT retry_until FROM refresh_tokens WHERE token_hash = $1', [hashSecret(refreshToken)]);
-      return rows[0]?.retry_until ?? null;
+      for (let tries = 0; tries < 50; tries++) {
+        const { rows } = await client.query(`SELECT retry_until FROM ${table} WHERE ${key} = $1`, [hashSecret(secret)]);
+        const mark: unknown = rows[0]?.retry_until ?? null;
+        if (mark !== null) return mark;
+        await sleep(200);
+      }
+      return null;
     } finally {
       await client.end();
     }
   }
 
-  it('the retry gets the successor, the grant lives on, and a replay after it still revokes', async () => {
+  /** A 503 of the token endpoint for an unavailable database. */
+  function expectUnavailable(answer: Awaited<ReturnType<typeof token>>): void {
+    expect(answer.status).toBe(503);
+    expect(answer.body).toEqual({
+      type: 'urn:problem-type:database-unavailable',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The service is temporarily unavailable.',
+      instance: '/token',
+    });
+  }
+
+  it('a code redemption: the retry with the same code gets tokens of the same grant, a replay after it revokes', async () => {
+    const client = await registerClient(t, { trusted: true });
+    const { browser } = await signedIn(t);
+    const pkce = pkcePair();
+    const code = await authorizeCode(browser, client, { code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+
+    const cut = proxy.cutOnce(hashSecret(code), 'after-commit', 0, true);
+    expectUnavailable(await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier }));
+    await cut;
+    await sleep(OUTAGE_MS);
+    proxy.up();
+    expect(await retryMark('authorization_codes', code)).not.toBeNull();
+
+    const retried = await token(other, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(await resourceStatus(t, retried.body.access_token)).toBe(200);
+    const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: retried.body.refresh_token });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+
+    expectOAuthError(
+      await token(other, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier }),
+      400,
+      'invalid_grant',
+    );
+    expect(await resourceStatus(other, refreshed.body.access_token)).toBe(401);
+  }, 90_000);
+
+  it('a refresh rotation: the retry gets the successor, the grant lives on, and a replay after it still revokes', async () => {
     const client = await registerClient(t, { trusted: true });
     const { browser } = await signedIn(t);
     const pkce = pkcePair();
@@ -69,22 +116,12 @@ describe('a rotation answered 503 after its commit, the database away for 15 s',
 
     // The token is read by the first statement carrying its hash; the rotation is the second.
     const cut = proxy.cutOnce(hashSecret(presented), 'after-commit', 1, true);
-    const lost = await token(t, client, { grant_type: 'refresh_token', refresh_token: presented });
+    expectUnavailable(await token(t, client, { grant_type: 'refresh_token', refresh_token: presented }));
     await cut;
-    expect(lost.status).toBe(503);
-    expect(lost.body).toEqual({
-      type: 'urn:problem-type:database-unavailable',
-      title: 'Service Unavailable',
-      status: 503,
-      detail: 'The service is temporarily unavailable.',
-      instance: '/token',
-    });
     await sleep(OUTAGE_MS);
     proxy.up();
     // The instance that answered 503 marks the rotation once the database answers again (it tries every second).
-    let mark = await retryMark(presented);
-    for (let tries = 0; mark === null && tries < 50; tries++) mark = (await sleep(200), await retryMark(presented));
-    expect(mark).not.toBeNull();
+    expect(await retryMark('refresh_tokens', presented)).not.toBeNull();
 
     const retried = await token(other, client, { grant_type: 'refresh_token', refresh_token: presented });
     expect(retried.status, JSON.stringify(retried.body)).toBe(200);

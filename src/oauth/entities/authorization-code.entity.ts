@@ -49,4 +49,8 @@ export class AuthorizationCode {
   /** RFC 9449 10: the code is redeemed only with a DPoP proof of this key (its thumbprint); null: not bound. */
   @Column({ type: 'varchar', length: 64, nullable: true })
   dpopJkt: string | null;
+
+  /** Until when presenting this redeemed code again gets tokens once: the redemption's answer was lost (a 503); 0 once it has. */
+  @EpochMsColumn({ nullable: true })
+  retryUntil: number | null;
 }

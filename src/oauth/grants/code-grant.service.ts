@@ -16,6 +16,8 @@ import { ResourceIndicators } from '../resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
 import { type GrantRef, TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { LostAnswers } from './lost-answers';
+import { isDatabaseUnavailable } from '../../database/database-errors';
 
 export interface IssueCodeInput {
   client: Client;
@@ -70,6 +72,7 @@ export class CodeGrantService {
     private readonly resources: ResourceIndicators,
     private readonly audit: AuditService,
     private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly lostAnswers: LostAnswers,
   ) {}
 
   /** Starts a grant and returns its authorization code (shown once; stored as a hash), with its `code.issued` event. */
@@ -140,11 +143,13 @@ export class CodeGrantService {
     let refused: OAuthError | undefined;
     // One unit: the code's consumption and, when its checks pass, the event with the refresh token (for a client
     // allowed the refresh-token grant). A refused code stays consumed; a replayed one has its grant revoked.
-    const redeemed = await this.codes.redeemOnce(
+    const redemption = this.codes.redeemOnce(
       () =>
         this.transactions.withTransaction(async () => {
-          const consumed = await this.codes.consume({ now, codeHash, clientId: client.id });
-          if (!consumed) return this.replayed(codeHash, client, context, now);
+          const consumed =
+            (await this.codes.consume({ now, codeHash, clientId: client.id })) ??
+            (await this.presentedAgain(codeHash, client, context, now));
+          if (typeof consumed === 'string') return consumed;
           try {
             grant = this.redeemed(consumed, client, input, requestedResources, now);
           } catch (error) {
@@ -159,6 +164,11 @@ export class CodeGrantService {
         }),
       { now, codeHash, clientId: client.id, auditId: event.id },
     );
+    const redeemed = await redemption.catch((error: unknown) => {
+      // Committed or not, nobody knows until the database answers: its retry must not look like a replay.
+      if (isDatabaseUnavailable(error)) this.lostAnswers.record('redemption', codeHash, now);
+      throw error;
+    });
     if (redeemed === 'unknown') throw invalidGrant('The authorization code is invalid.');
     if (redeemed === 'replayed') throw invalidGrant('The authorization code was already used.');
     if (refused) throw refused;
@@ -171,11 +181,25 @@ export class CodeGrantService {
 
   /**
    * No unconsumed code of this client has the hash: unknown, or a code of another client (which this client cannot
-   * burn), or presented a second time, when whatever the first redemption issued is revoked (RFC 6749 4.1.2).
+   * burn), or presented a second time. A second time is the client's retry when the first answer was lost with the
+   * database (see LostAnswers): then the consumed code, once, for the same checks; else whatever the first redemption
+   * issued is revoked (RFC 6749 4.1.2).
    */
-  private async replayed(codeHash: string, client: Client, context: AuditContext, now: number): Promise<'unknown' | 'replayed'> {
+  private async presentedAgain(
+    codeHash: string,
+    client: Client,
+    context: AuditContext,
+    now: number,
+  ): Promise<ConsumedCode | 'unknown' | 'replayed'> {
     const known = await this.codes.find(codeHash);
     if (!known || known.client_id !== client.id) return 'unknown';
+    const consumedAt = epochMs(known.consumed_at, true);
+    const retryUntil = epochMs(known.retry_until, true);
+    const retry =
+      consumedAt !== null &&
+      ((retryUntil !== null && retryUntil > now) || (retryUntil === null && this.lostAnswers.holds('redemption', codeHash, consumedAt)));
+    const again = retry ? await this.codes.takeRetry(codeHash, client.id, consumedAt, now) : undefined;
+    if (again) return again;
     const replayed = { type: 'code.replayed', actor: `client:${client.id}`, userId: known.user_id, clientId: client.id } as const;
     await this.lifecycle.revokeGrant(known.grant_id, AuditService.event(replayed, context, now));
     return 'replayed';
@@ -191,7 +215,8 @@ export class CodeGrantService {
     if (grantExpiresAt === null || row.grant_revoked_at !== null || grantExpiresAt <= now) {
       throw invalidGrant('The grant is no longer valid.');
     }
-    if (epochMs(row.expires_at) <= now) throw invalidGrant('The authorization code has expired.');
+    // Live when it was redeemed (a retry after a lost answer comes later).
+    if (epochMs(row.expires_at) <= epochMs(row.consumed_at)) throw invalidGrant('The authorization code has expired.');
     if (row.redirect_uri !== null) {
       if (input.redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required.');
       if (input.redirectUri !== row.redirect_uri) throw invalidGrant('redirect_uri does not match the authorization request.');

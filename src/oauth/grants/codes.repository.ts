@@ -22,7 +22,7 @@ const INSERT_GRANT_AND_CODE = new Statement(
   `WITH grant_row AS (${GRANT_INSERT}), audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${CODE_INSERT}`,
 );
 
-const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, nonce, dpop_jkt';
+const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, consumed_at, nonce, dpop_jkt';
 /**
  * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
  * concurrent redemption sees the grant as it was before any replay could revoke it.
@@ -40,13 +40,25 @@ const CONSUME_CODE = new Statement(`
  */
 const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
 const CONSUMED_OUTCOME = new Statement(`
-  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.nonce, c.dpop_jkt,
+  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.consumed_at, c.nonce, c.dpop_jkt,
     g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
     g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
   FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
   WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now
     AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
-const FIND_CODE = sql`SELECT grant_id, client_id, user_id FROM authorization_codes WHERE code_hash = :codeHash`;
+const FIND_CODE = sql`
+  SELECT grant_id, client_id, user_id, consumed_at, retry_until FROM authorization_codes WHERE code_hash = :codeHash`;
+/** Marks a redemption (this code's, at `:consumedAt`) whose answer was lost: a presentation again until `:until` is a retry. */
+const RETRYABLE = sql`
+  UPDATE authorization_codes SET retry_until = :until WHERE code_hash = :codeHash AND consumed_at = :consumedAt AND retry_until IS NULL`;
+/** Takes the one retry of a redemption whose answer was lost: whoever sets it to 0 first. */
+const TAKE_RETRY = sql`
+  UPDATE authorization_codes SET retry_until = 0
+  WHERE code_hash = :codeHash AND consumed_at = :consumedAt AND (retry_until IS NULL OR retry_until > :now)`;
+/** A consumed code with its grant, as {@link CONSUME_CODE} returned it. */
+const CONSUMED = new Statement(`
+  SELECT ${CONSUMED_COLUMNS}, ${grantStateColumns('authorization_codes.grant_id')}
+  FROM authorization_codes WHERE code_hash = :codeHash AND client_id = :clientId`);
 
 export interface ConsumedCode {
   grant_id: string;
@@ -55,6 +67,8 @@ export interface ConsumedCode {
   scope: string;
   code_challenge: string | null;
   expires_at: string | number;
+  /** When it was redeemed (the request's time; an earlier one for the retry of a lost answer). */
+  consumed_at: string | number;
   grant_revoked_at: string | number | null;
   grant_expires_at: string | number | null;
   grant_resources: string | null;
@@ -64,6 +78,15 @@ export interface ConsumedCode {
   grant_auth_time: string | number | null;
   grant_sid: string | null;
   grant_amr: string | null;
+}
+
+/** Whose code a hash is, and its redemption's state. */
+export interface KnownCode {
+  grant_id: string;
+  client_id: string;
+  user_id: string;
+  consumed_at: string | number | null;
+  retry_until: string | number | null;
 }
 
 /** A code and its grant's row as {@link CodesRepository.insertWithGrant} takes them (with the event's params). */
@@ -104,8 +127,22 @@ export class CodesRepository {
     });
   }
 
-  /** Whose code this hash is, consumed or not. */
-  find(codeHash: string): Promise<{ grant_id: string; client_id: string; user_id: string } | undefined> {
-    return this.db.one<{ grant_id: string; client_id: string; user_id: string }>(FIND_CODE, { codeHash });
+  /** Whose code this hash is, consumed (when) or not, and whether a lost answer's retry is open. */
+  find(codeHash: string): Promise<KnownCode | undefined> {
+    return this.db.one<KnownCode>(FIND_CODE, { codeHash });
+  }
+
+  /** Marks the redemption of `codeHash` at `consumedAt` as one whose answer was lost (see RETRYABLE). */
+  async markRetryable(codeHash: string, consumedAt: number, until: number): Promise<void> {
+    await this.db.run(RETRYABLE, { codeHash, consumedAt, until });
+  }
+
+  /**
+   * Takes the one retry of the redemption of `codeHash` at `consumedAt` (its mark not past `now`): the consumed code
+   * with its grant, or undefined when the retry is gone.
+   */
+  async takeRetry(codeHash: string, clientId: string, consumedAt: number, now: number): Promise<ConsumedCode | undefined> {
+    if ((await this.db.run(TAKE_RETRY, { codeHash, consumedAt, now })).affected === 0) return undefined;
+    return this.db.one<ConsumedCode>(CONSUMED, { codeHash, clientId });
   }
 }

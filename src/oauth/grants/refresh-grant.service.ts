@@ -14,7 +14,7 @@ import { ResourceIndicators } from '../resource-indicators';
 import { hashSecret, openWith, sealFor } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
 import { TokenIssuer, type TokenResponse } from './token-issuer.service';
-import { LostRotationAnswers } from './lost-rotation-answers';
+import { LostAnswers } from './lost-answers';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 
 function invalidGrant(description: string): OAuthError {
@@ -38,7 +38,7 @@ export class RefreshGrantService {
     private readonly audit: AuditService,
     private readonly metrics: MetricsService,
     private readonly users: UsersService,
-    private readonly lostAnswers: LostRotationAnswers,
+    private readonly lostAnswers: LostAnswers,
   ) {}
 
   /**
@@ -91,7 +91,7 @@ export class RefreshGrantService {
       rotated = await this.tokens.rotate(tokenHash, sealed, now, successor, event);
     } catch (error) {
       // Committed or not, nobody knows until the database answers: its retry must not look like reuse.
-      if (isDatabaseUnavailable(error)) this.lostAnswers.record(tokenHash, now);
+      if (isDatabaseUnavailable(error)) this.lostAnswers.record('rotation', tokenHash, now);
       throw error;
     }
     if (!rotated) {
@@ -121,7 +121,7 @@ export class RefreshGrantService {
       rotatedAt !== null &&
       ((client.refreshGraceSeconds > 0 && now - rotatedAt <= client.refreshGraceSeconds * 1000) ||
         (retryUntil !== null && now <= retryUntil) ||
-        this.lostAnswers.holds(hashSecret(presented), rotatedAt));
+        this.lostAnswers.holds('rotation', hashSecret(presented), rotatedAt));
     const inGrace = row.successor_sealed !== null && retry;
     const secret = inGrace ? openWith(presented, row.successor_sealed!) : undefined;
     if (secret !== undefined) {
