@@ -1,3 +1,5 @@
+import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/crypto/secrets';
 import { CuttingProxy } from '../support/cutting-proxy';
@@ -6,6 +8,7 @@ import {
   authorizeCode,
   backChannel,
   decodeJwt,
+  expectOAuthError,
   pkcePair,
   registerClient,
   resourceStatus,
@@ -20,22 +23,29 @@ import { ThrowawayPostgres } from '../support/throwaway-postgres';
  * so its retry is never taken for a replay. A proxy between the service and the database cuts the connection that
  * carries the statement, once the server has answered it (committed) or before the server has seen it.
  */
+/** How long the database stays away between the commit and the answer, in the lost-answer tests. */
+const OUTAGE_MS = 15_000;
+
 describe('an answer lost after the commit', () => {
-  let pg: ThrowawayPostgres;
+  let database: ThrowawayPostgres;
   let proxy: CuttingProxy;
   let t: TestApp;
+  /** A second instance on the same database, reached directly. */
+  let other: TestApp;
 
   beforeAll(async () => {
-    pg = await ThrowawayPostgres.launch();
-    proxy = new CuttingProxy(pg.port);
+    database = await ThrowawayPostgres.launch();
+    proxy = new CuttingProxy(database.port);
     await proxy.listen();
     const url = `postgres://postgres@127.0.0.1:${proxy.port}/postgres`;
     t = await createTestApp({ ...NO_RATE_LIMITS }, { url, drop: async () => undefined });
+    other = await createTestApp({ ...NO_RATE_LIMITS }, { url: database.url, drop: async () => undefined });
   }, 120_000);
   afterAll(async () => {
+    await other?.close();
     await t?.close();
     await proxy?.close();
-    pg?.destroy();
+    database?.destroy();
   });
 
   async function freshTokens() {
@@ -89,4 +99,97 @@ describe('an answer lost after the commit', () => {
     expect(retried.status, JSON.stringify(retried.body)).toBe(200);
     expect(await resourceStatus(t, retried.body.access_token)).toBe(200);
   });
+
+  /*
+   * The database away longer than the service waits to read the outcome back: the client is answered 503, and its
+   * retry with the same token or code, once the database is back, gets its tokens (here on the other instance),
+   * never a revoked grant; a later replay still revokes.
+   */
+  /** The retry mark of a refresh token's or a code's row, once the instance that answered 503 has written it. */
+  async function retryMark(table: 'refresh_tokens' | 'authorization_codes', secret: string): Promise<unknown> {
+    const key = table === 'refresh_tokens' ? 'token_hash' : 'code_hash';
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      for (let tries = 0; tries < 50; tries++) {
+        const { rows } = await client.query(`SELECT retry_until FROM ${table} WHERE ${key} = $1`, [hashSecret(secret)]);
+        const mark: unknown = rows[0]?.retry_until ?? null;
+        if (mark !== null) return mark;
+        await sleep(200);
+      }
+      return null;
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** A 503 of the token endpoint for an unavailable database. */
+  function expectUnavailable(answer: Awaited<ReturnType<typeof token>>): void {
+    expect(answer.status).toBe(503);
+    expect(answer.body).toEqual({
+      type: 'urn:problem-type:database-unavailable',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The service is temporarily unavailable.',
+      instance: '/token',
+    });
+  }
+
+  it('a code redemption: the retry with the same code gets tokens of the same grant, a replay after it revokes', async () => {
+    const client = await registerClient(t, { trusted: true });
+    const { browser } = await signedIn(t);
+    const pkce = pkcePair();
+    const code = await authorizeCode(browser, client, { code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+
+    const cut = proxy.cutOnce(hashSecret(code), 'after-commit', 0, true);
+    expectUnavailable(await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier }));
+    await cut;
+    await sleep(OUTAGE_MS);
+    proxy.up();
+    expect(await retryMark('authorization_codes', code)).not.toBeNull();
+
+    const retried = await token(other, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(await resourceStatus(t, retried.body.access_token)).toBe(200);
+    const refreshed = await token(t, client, { grant_type: 'refresh_token', refresh_token: retried.body.refresh_token });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+
+    expectOAuthError(
+      await token(other, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier }),
+      400,
+      'invalid_grant',
+    );
+    expect(await resourceStatus(other, refreshed.body.access_token)).toBe(401);
+  }, 90_000);
+
+  it('a refresh rotation: the retry gets the successor, the grant lives on, and a replay after it still revokes', async () => {
+    const client = await registerClient(t, { trusted: true });
+    const { browser } = await signedIn(t);
+    const pkce = pkcePair();
+    const code = await authorizeCode(browser, client, { code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+    const issued = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier });
+    expect(issued.status).toBe(200);
+    const presented = issued.body.refresh_token as string;
+
+    // The token is read by the first statement carrying its hash; the rotation is the second.
+    const cut = proxy.cutOnce(hashSecret(presented), 'after-commit', 1, true);
+    expectUnavailable(await token(t, client, { grant_type: 'refresh_token', refresh_token: presented }));
+    await cut;
+    await sleep(OUTAGE_MS);
+    proxy.up();
+    // The instance that answered 503 marks the rotation once the database answers again (it tries every second).
+    expect(await retryMark('refresh_tokens', presented)).not.toBeNull();
+
+    const retried = await token(other, client, { grant_type: 'refresh_token', refresh_token: presented });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.refresh_token).not.toBe(presented);
+    expect(decodeJwt(retried.body.access_token).payload.gid).toBe(decodeJwt(issued.body.access_token).payload.gid);
+    expect(await resourceStatus(t, retried.body.access_token)).toBe(200);
+    const next = await token(t, client, { grant_type: 'refresh_token', refresh_token: retried.body.refresh_token });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+
+    // The same old token once more is a replay: refused, and the grant revoked.
+    expectOAuthError(await token(other, client, { grant_type: 'refresh_token', refresh_token: presented }), 400, 'invalid_grant');
+    expect(await resourceStatus(other, next.body.access_token)).toBe(401);
+  }, 90_000);
 });

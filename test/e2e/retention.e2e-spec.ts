@@ -223,6 +223,7 @@ describe('the retention job', () => {
       // The first run, at a random time within the interval, has handed over to the interval.
       expect(scheduler.getTimeouts()).toEqual([]);
       expect(scheduler.getIntervals().sort()).toEqual([
+        'lost-answers.mark',
         'retention',
         'revoked-list.sync',
         'signing-keys.refresh',

@@ -44,7 +44,7 @@ export class LostAnswers {
   }
 
   /** Writes the marks waiting, each once the database takes it. */
-  @Interval(1_000)
+  @Interval('lost-answers.mark', 1_000)
   async flush(): Promise<void> {
     for (const [key, at] of this.pending) {
       if (Date.now() - at > KEEP_TRYING_MS) {
