@@ -70,11 +70,9 @@ function sqliteIncrementKeys(dataSource: DataSource): void {
         return dataSource;
       },
     }),
-    // The one transaction API (see transactions.ts).
-    ClsModule.forRoot({
-      global: true,
-      plugins: [new ClsPluginTransactional({ adapter: new TurnTakingTypeOrmAdapter({ dataSourceToken: DataSource }) })],
-    }),
+    // The one transaction API (see transactions.ts). Its plugin only: ClsModule.forRoot would add a global guard and
+    // interceptor that do nothing here and put every route through Nest's interceptor pipeline.
+    ClsModule.registerPlugins([new ClsPluginTransactional({ adapter: new TurnTakingTypeOrmAdapter({ dataSourceToken: DataSource }) })]),
   ],
   providers: [SqlRunner],
   exports: [SqlRunner],
