@@ -32,6 +32,10 @@ const CONSUME_CODE = new Statement(`
   WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
   RETURNING ${CONSUMED_COLUMNS},
     ${grantStateColumns('authorization_codes.grant_id')}`);
+/** A code of this client with its grant, as {@link CONSUME_CODE} returns it. */
+const CONSUMED_ROW = `
+  SELECT ${CONSUMED_COLUMNS}, ${grantStateColumns('authorization_codes.grant_id')}
+  FROM authorization_codes WHERE code_hash = :codeHash AND client_id = :clientId`;
 /**
  * A redemption read back by what it wrote (the code consumed at this request's time, and its event, which only a
  * redemption that passed its checks writes): when the connection is lost before the answer, the redemption may have
@@ -39,13 +43,8 @@ const CONSUME_CODE = new Statement(`
  * has another event, so it is never taken for this one.
  */
 const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
-const CONSUMED_OUTCOME = new Statement(`
-  SELECT c.grant_id, c.user_id, c.redirect_uri, c.scope, c.code_challenge, c.expires_at, c.consumed_at, c.nonce, c.dpop_jkt,
-    g.revoked_at AS grant_revoked_at, g.expires_at AS grant_expires_at, g.resources AS grant_resources,
-    g.auth_time AS grant_auth_time, g.sid AS grant_sid, g.amr AS grant_amr
-  FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id
-  WHERE c.code_hash = :codeHash AND c.client_id = :clientId AND c.consumed_at = :now
-    AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
+const CONSUMED_OUTCOME = new Statement(`${CONSUMED_ROW}
+    AND consumed_at = :now AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
 const FIND_CODE = sql`
   SELECT grant_id, client_id, user_id, consumed_at, retry_until FROM authorization_codes WHERE code_hash = :codeHash`;
 /** Marks a redemption (this code's, at `:consumedAt`) whose answer was lost: a presentation again until `:until` is a retry. */
@@ -56,9 +55,7 @@ const TAKE_RETRY = sql`
   UPDATE authorization_codes SET retry_until = 0
   WHERE code_hash = :codeHash AND consumed_at = :consumedAt AND (retry_until IS NULL OR retry_until > :now)`;
 /** A consumed code with its grant, as {@link CONSUME_CODE} returned it. */
-const CONSUMED = new Statement(`
-  SELECT ${CONSUMED_COLUMNS}, ${grantStateColumns('authorization_codes.grant_id')}
-  FROM authorization_codes WHERE code_hash = :codeHash AND client_id = :clientId`);
+const CONSUMED = new Statement(CONSUMED_ROW);
 
 export interface ConsumedCode {
   grant_id: string;

@@ -5,7 +5,7 @@ import { CodesRepository } from './codes.repository';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 
 /** How long after the mark is written a presentation again counts as the client's retry. */
-export const LOST_ANSWER_RETRY_MS = 5 * 60_000;
+const LOST_ANSWER_RETRY_MS = 5 * 60_000;
 /** How long an instance keeps trying to write a mark while the database stays away. */
 const KEEP_TRYING_MS = 24 * 60 * 60_000;
 /** Marks waiting at most: a longer outage under load keeps the newest. */
