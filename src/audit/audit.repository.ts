@@ -16,6 +16,12 @@ export const AUDIT_ROW = {
   values: ':auditId, :now, :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress, :auditRequestId, :auditDetails',
 } as const;
 
+/** PostgreSQL: the CTE part that inserts the event once for each row the CTE `after` returns (none: no event). */
+export function auditRowAfter(after: string): string {
+  const values = AUDIT_ROW.values.replace(':now', 'CAST(:now AS bigint)');
+  return `audit AS (${AUDIT_ROW.insert} SELECT ${values} FROM ${after})`;
+}
+
 const INSERT_AUDIT_EVENT = new Statement(`${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})`);
 /** Retention: a batch of the events older than a time, found through its index; planned at each run (the time moves). */
 const DELETE_BEFORE = new Statement(

@@ -77,7 +77,8 @@ describe('an answer lost after the commit', () => {
 
   it('answers a code redemption that committed with its tokens', async () => {
     const { client, code, verifier } = await freshTokens();
-    const cut = proxy.cutOnce(hashSecret(code), 'after-commit');
+    // The redemption (the code is read first, by the statement that carries its hash before it).
+    const cut = proxy.cutOnce(hashSecret(code), 'after-commit', 1);
     const redeemed = await token(t, client, { grant_type: 'authorization_code', code, code_verifier: verifier });
     await cut;
     expect(redeemed.status, JSON.stringify(redeemed.body)).toBe(200);
@@ -141,7 +142,7 @@ describe('an answer lost after the commit', () => {
     const pkce = pkcePair();
     const code = await authorizeCode(browser, client, { code_challenge: pkce.challenge, code_challenge_method: 'S256' });
 
-    const cut = proxy.cutOnce(hashSecret(code), 'after-commit', 0, true);
+    const cut = proxy.cutOnce(hashSecret(code), 'after-commit', 1, true);
     expectUnavailable(await token(t, client, { grant_type: 'authorization_code', code, code_verifier: pkce.verifier }));
     await cut;
     await sleep(OUTAGE_MS);

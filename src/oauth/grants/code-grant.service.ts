@@ -1,11 +1,9 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../../audit/audit.service';
 import { uuidV7 } from '../../common/uuid-v7';
 import type { AuditContext } from '../../audit/audit-events';
 import { epochMs } from '../../database/sql';
-import { type ConsumedCode, CodesRepository } from './codes.repository';
+import { type ConsumedCode, CodesRepository, type StoredCode } from './codes.repository';
 import type { Client } from '../entities/client.entity';
 import { GrantRevocationService } from './grant-revocation.service';
 import { OAuthConfig } from '../oauth.config';
@@ -15,7 +13,8 @@ import { isRegisteredRedirectUri } from '../clients/redirect-uris';
 import { ResourceIndicators } from '../resource-indicators';
 import { PKCE_VALUE, hashSecret, randomSecret, s256 } from '../../crypto/secrets';
 import { loginOf } from '../oidc/id-tokens';
-import { type GrantRef, TokenIssuer, type TokenResponse } from './token-issuer.service';
+import { type GrantRef, type RefreshTokenSecret, TokenIssuer, type TokenResponse } from './token-issuer.service';
+import type { AuditEvent } from '../../audit/audit-event.entity';
 import { LostAnswers } from './lost-answers';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 
@@ -57,9 +56,9 @@ function invalidGrant(description: string): OAuthError {
 }
 
 /**
- * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant; redeeming it is one unit
- * of work whose conditional UPDATE picks the one winner, across requests and instances, and whose checks (below,
- * the same on both databases) decide whether it stores the refresh token and the event.
+ * The authorization-code grant (RFC 6749 4.1 with RFC 7636 PKCE): a code starts a grant. Its redemption reads the
+ * code, runs the checks (below, the same on both databases), then writes: a conditional UPDATE picks the one
+ * winner across requests and instances, and only the winner's refresh token and event are stored with it.
  */
 @Injectable()
 export class CodeGrantService {
@@ -71,7 +70,6 @@ export class CodeGrantService {
     private readonly sessions: SessionsService,
     private readonly resources: ResourceIndicators,
     private readonly audit: AuditService,
-    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly lostAnswers: LostAnswers,
   ) {}
 
@@ -139,70 +137,79 @@ export class CodeGrantService {
     const now = Date.now();
     const actor = `client:${client.id}` as const;
     const event = AuditService.event({ type: 'code.redeemed', actor, clientId: client.id }, context, now);
-    let grant: GrantRef | undefined;
-    let refused: OAuthError | undefined;
-    // One unit: the code's consumption and, when its checks pass, the event with the refresh token (for a client
-    // allowed the refresh-token grant). A refused code stays consumed; a replayed one has its grant revoked.
-    const redemption = this.codes.redeemOnce(
-      () =>
-        this.transactions.withTransaction(async () => {
-          const consumed =
-            (await this.codes.consume({ now, codeHash, clientId: client.id })) ??
-            (await this.presentedAgain(codeHash, client, context, now));
-          if (typeof consumed === 'string') return consumed;
-          try {
-            grant = this.redeemed(consumed, client, input, requestedResources, now);
-          } catch (error) {
-            if (!(error instanceof OAuthError)) throw error;
-            refused = error;
-            return consumed;
-          }
-          event.userId = consumed.user_id;
-          if (issuing) await this.issuer.storeRefreshToken(grant, now, event, consumed.scope, issuing, binding.refreshJkt);
-          else await this.audit.write(event);
-          return consumed;
-        }),
-      { now, codeHash, clientId: client.id, auditId: event.id },
-    );
-    const redeemed = await redemption.catch((error: unknown) => {
-      // Committed or not, nobody knows until the database answers: its retry must not look like a replay.
-      if (isDatabaseUnavailable(error)) this.lostAnswers.record('redemption', codeHash, now);
-      throw error;
-    });
-    if (redeemed === 'unknown') throw invalidGrant('The authorization code is invalid.');
-    if (redeemed === 'replayed') throw invalidGrant('The authorization code was already used.');
-    if (refused) throw refused;
-    // Read back after a lost answer: its checks passed (its event is stored), and they pass again on the same row.
-    grant ??= this.redeemed(redeemed, client, input, requestedResources, now);
+    const found = await this.codes.find(codeHash, client.id);
+    // Unknown, or a code of another client (which this client cannot burn).
+    if (!found) throw invalidGrant('The authorization code is invalid.');
+    let redeemed: ConsumedCode | undefined;
+    if (found.consumed_at === null) {
+      // The checks first, on the row as read; then the code is consumed, once, and only the winner stores the
+      // refresh token (for a client allowed the refresh-token grant) and the event with it. A refused code is spent.
+      const row = { ...found, consumed_at: now };
+      const grant = await this.checked(row, client, input, requestedResources, now, () => this.codes.consume(codeHash, client.id, now));
+      event.userId = row.user_id;
+      const refreshToken = issuing && TokenIssuer.refreshTokenOf(grant, row.scope, issuing, binding.refreshJkt);
+      const won = await this.codes.redeem({ codeHash, clientId: client.id, now, event, refreshToken }).catch((error: unknown) => {
+        // Committed or not, nobody knows until the database answers: its retry must not look like a replay.
+        if (isDatabaseUnavailable(error)) this.lostAnswers.record('redemption', codeHash, now);
+        throw error;
+      });
+      if (won) return this.respond(grant, row.scope, issuing, binding.jkt, event);
+      // Another request consumed it in between: this one is a presentation again.
+      redeemed = await this.codes
+        .find(codeHash, client.id)
+        .then((again) => again && this.presentedAgain(again, codeHash, client, context, now));
+    } else redeemed = await this.presentedAgain(found, codeHash, client, context, now);
+    if (!redeemed) throw invalidGrant('The authorization code was already used.');
+    // The retry of a redemption whose answer was lost: the same checks, then the refresh token and the event.
+    const grant = await this.checked(redeemed, client, input, requestedResources, now);
     event.userId = redeemed.user_id;
+    if (issuing) await this.issuer.storeRefreshToken(grant, now, event, redeemed.scope, issuing, binding.refreshJkt);
+    else await this.audit.write(event);
+    return this.respond(grant, redeemed.scope, issuing, binding.jkt, event);
+  }
+
+  private respond(grant: GrantRef, scope: string, issuing: RefreshTokenSecret | undefined, jkt: string | undefined, event: AuditEvent) {
     this.audit.log(event);
-    return this.issuer.respond(grant, redeemed.scope, issuing, binding.jkt);
+    return this.issuer.respond(grant, scope, issuing, jkt);
+  }
+
+  /** {@link redeemed}, running `spend` before a refusal is thrown. */
+  private async checked(
+    row: ConsumedCode,
+    client: Client,
+    input: CodeExchangeInput,
+    requestedResources: string[],
+    now: number,
+    spend?: () => Promise<void>,
+  ): Promise<GrantRef> {
+    try {
+      return this.redeemed(row, client, input, requestedResources, now);
+    } catch (error) {
+      if (spend && error instanceof OAuthError) await spend();
+      throw error;
+    }
   }
 
   /**
-   * No unconsumed code of this client has the hash: unknown, or a code of another client (which this client cannot
-   * burn), or presented a second time. A second time is the client's retry when the first answer was lost with the
-   * database (see LostAnswers): then the consumed code, once, for the same checks; else whatever the first redemption
-   * issued is revoked (RFC 6749 4.1.2).
+   * A consumed code presented again. It is the client's retry when the first answer was lost with the database
+   * (see LostAnswers): then the consumed code, once, for the same checks; else whatever the first redemption issued
+   * is revoked (RFC 6749 4.1.2) and undefined is returned.
    */
   private async presentedAgain(
+    known: StoredCode,
     codeHash: string,
     client: Client,
     context: AuditContext,
     now: number,
-  ): Promise<ConsumedCode | 'unknown' | 'replayed'> {
-    const known = await this.codes.find(codeHash);
-    if (!known || known.client_id !== client.id) return 'unknown';
-    const consumedAt = epochMs(known.consumed_at, true);
+  ): Promise<ConsumedCode | undefined> {
+    const consumedAt = epochMs(known.consumed_at);
     const retryUntil = epochMs(known.retry_until, true);
     const retry =
-      consumedAt !== null &&
-      ((retryUntil !== null && retryUntil > now) || (retryUntil === null && this.lostAnswers.holds('redemption', codeHash, consumedAt)));
-    const again = retry ? await this.codes.takeRetry(codeHash, client.id, consumedAt, now) : undefined;
-    if (again) return again;
+      (retryUntil !== null && retryUntil > now) || (retryUntil === null && this.lostAnswers.holds('redemption', codeHash, consumedAt));
+    if (retry && (await this.codes.takeRetry(codeHash, consumedAt, now))) return { ...known, consumed_at: consumedAt };
     const replayed = { type: 'code.replayed', actor: `client:${client.id}`, userId: known.user_id, clientId: client.id } as const;
     await this.lifecycle.revokeGrant(known.grant_id, AuditService.event(replayed, context, now));
-    return 'replayed';
+    return undefined;
   }
 
   /**

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
+import { AUDIT_ROW, AuditRepository, auditRowAfter } from '../../audit/audit.repository';
 import { SqlRunner, Statement, sql } from '../../database/sql';
 import { grantStateColumns } from './grants.repository';
+import { type NewRefreshToken, RefreshTokensRepository, refreshTokenAndEventAfter } from './refresh-tokens.repository';
 
 const GRANT_INSERT = `
   INSERT INTO grants (id, user_id, client_id, scope, resources, created_at, expires_at, revoked_at, auth_time, sid, amr)
@@ -23,30 +24,36 @@ const INSERT_GRANT_AND_CODE = new Statement(
 );
 
 const CONSUMED_COLUMNS = 'grant_id, user_id, redirect_uri, scope, code_challenge, expires_at, consumed_at, nonce, dpop_jkt';
-/**
- * Consumes a code of this client, if nobody has yet, and reads its grant in the same statement: the winner of a
- * concurrent redemption sees the grant as it was before any replay could revoke it.
- */
-const CONSUME_CODE = new Statement(`
-  UPDATE authorization_codes SET consumed_at = :now
-  WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL
-  RETURNING ${CONSUMED_COLUMNS},
-    ${grantStateColumns('authorization_codes.grant_id')}`);
-/** A code of this client with its grant, as {@link CONSUME_CODE} returns it. */
-const CONSUMED_ROW = `
-  SELECT ${CONSUMED_COLUMNS}, ${grantStateColumns('authorization_codes.grant_id')}
+/** A code of this client with its grant, and its redemption's state. */
+const CODE_ROW = `
+  SELECT ${CONSUMED_COLUMNS}, retry_until, ${grantStateColumns('authorization_codes.grant_id')}
   FROM authorization_codes WHERE code_hash = :codeHash AND client_id = :clientId`;
+const FIND_CODE = new Statement(CODE_ROW);
+/** Consumes a code of this client if nobody has yet: one winner across requests and instances. */
+const CONSUME = `
+  UPDATE authorization_codes SET consumed_at = CAST(:now AS bigint)
+  WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL`;
+const CONSUME_CODE = new Statement(CONSUME);
 /**
- * A redemption read back by what it wrote (the code consumed at this request's time, and its event, which only a
- * redemption that passed its checks writes): when the connection is lost before the answer, the redemption may have
- * committed (see SqlRunner.unitOrOutcome). A redemption of the same code by another request in the same millisecond
- * has another event, so it is never taken for this one.
+ * PostgreSQL: the redemption's writes in one statement (a data-modifying CTE, one round trip): the code consumed
+ * and, only if this request consumed it, the refresh token and the event; SQLite runs them in one unit.
+ */
+const REDEEM_WITH_REFRESH_TOKEN = new Statement(
+  `WITH consumed AS (${CONSUME} RETURNING 1), ${refreshTokenAndEventAfter('consumed')} SELECT COUNT(*) AS won FROM consumed`,
+);
+const REDEEM_WITH_EVENT = new Statement(
+  `WITH consumed AS (${CONSUME} RETURNING 1), ${auditRowAfter('consumed')} SELECT COUNT(*) AS won FROM consumed`,
+);
+/**
+ * A redemption read back by what it wrote (the code consumed at this request's time, and its event, written only
+ * with it): when the connection is lost before the answer, the statement may have committed (see
+ * SqlRunner.unitOrOutcome). A redemption of the same code by another request in the same millisecond has another
+ * event, so it is never taken for this one.
  */
 const CODE_SETTLED = new Statement(`SELECT 1 FROM authorization_codes WHERE code_hash = :codeHash FOR UPDATE`);
-const CONSUMED_OUTCOME = new Statement(`${CONSUMED_ROW}
-    AND consumed_at = :now AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
-const FIND_CODE = sql`
-  SELECT grant_id, client_id, user_id, consumed_at, retry_until FROM authorization_codes WHERE code_hash = :codeHash`;
+const REDEEMED = new Statement(`
+  SELECT 1 AS redeemed FROM authorization_codes WHERE code_hash = :codeHash AND client_id = :clientId AND consumed_at = :now
+    AND EXISTS (SELECT 1 FROM audit_events WHERE at = :now AND id = :auditId)`);
 /** Marks a redemption (this code's, at `:consumedAt`) whose answer was lost: a presentation again until `:until` is a retry. */
 const RETRYABLE = sql`
   UPDATE authorization_codes SET retry_until = :until WHERE code_hash = :codeHash AND consumed_at = :consumedAt AND retry_until IS NULL`;
@@ -54,8 +61,6 @@ const RETRYABLE = sql`
 const TAKE_RETRY = sql`
   UPDATE authorization_codes SET retry_until = 0
   WHERE code_hash = :codeHash AND consumed_at = :consumedAt AND (retry_until IS NULL OR retry_until > :now)`;
-/** A consumed code with its grant, as {@link CONSUME_CODE} returned it. */
-const CONSUMED = new Statement(CONSUMED_ROW);
 
 export interface ConsumedCode {
   grant_id: string;
@@ -77,13 +82,20 @@ export interface ConsumedCode {
   grant_amr: string | null;
 }
 
-/** Whose code a hash is, and its redemption's state. */
-export interface KnownCode {
-  grant_id: string;
-  client_id: string;
-  user_id: string;
+/** A code of a client with its grant, as {@link CodesRepository.find} reads it. */
+export interface StoredCode extends Omit<ConsumedCode, 'consumed_at'> {
   consumed_at: string | number | null;
+  /** Until when a presentation again is a retry, after a redemption whose answer was lost. */
   retry_until: string | number | null;
+}
+
+/** What a redemption writes: the code consumed at `now`, its event, and the refresh token when one is issued. */
+export interface Redemption {
+  codeHash: string;
+  clientId: string;
+  now: number;
+  event: AuditEvent;
+  refreshToken: NewRefreshToken | undefined;
 }
 
 /** A code and its grant's row as {@link CodesRepository.insertWithGrant} takes them (with the event's params). */
@@ -92,7 +104,10 @@ export type NewCodeParams = Record<string, unknown>;
 /** The authorization codes' one way to their table (and to their grants' rows, which a code starts). */
 @Injectable()
 export class CodesRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly db: SqlRunner,
+    private readonly refreshTokens: RefreshTokensRepository,
+  ) {}
 
   /** Stores a grant, its code and the `code.issued` event, together. */
   async insertWithGrant(params: NewCodeParams, event: AuditEvent): Promise<void> {
@@ -101,32 +116,37 @@ export class CodesRepository {
     else await this.db.atomic([{ statement: INSERT_GRANT, params }, { statement: INSERT_CODE, params }, AuditRepository.insertOf(event)]);
   }
 
-  /**
-   * Consumes an unconsumed code of this client, once across requests and instances (a conditional UPDATE: one
-   * winner), with its grant's state as it was before any replay could revoke it; undefined when there is none.
-   */
-  consume(params: { now: number; codeHash: string; clientId: string }): Promise<ConsumedCode | undefined> {
-    return this.db.one<ConsumedCode>(CONSUME_CODE, params);
+  /** The code of this client stored under this hash, consumed or not, with its grant's state. */
+  find(codeHash: string, clientId: string): Promise<StoredCode | undefined> {
+    return this.db.one<StoredCode>(FIND_CODE, { codeHash, clientId });
+  }
+
+  /** Consumes the code if nobody has yet (a refused redemption spends it too). */
+  async consume(codeHash: string, clientId: string, now: number): Promise<void> {
+    await this.db.run(CONSUME_CODE, { codeHash, clientId, now });
   }
 
   /**
-   * The redemption `redeem` (a unit of work that consumes the code `codeHash` at `now` and, when its checks pass,
-   * stores the event `auditId`), or, when the connection was lost before its answer, the code it consumed read back
-   * by what it wrote (see SqlRunner.unitOrOutcome).
+   * Consumes the code, if nobody has yet, and then only stores its refresh token and event, together; false
+   * (nothing written) when another request consumed it first. An answer lost with the connection is read back by
+   * what it wrote (see SqlRunner.unitOrOutcome).
    */
-  redeemOnce<T>(
-    redeem: () => Promise<T>,
-    written: { now: number; codeHash: string; clientId: string; auditId: string },
-  ): Promise<T | ConsumedCode> {
-    return this.db.unitOrOutcome<T | ConsumedCode>(redeem, async () => {
+  redeem({ codeHash, clientId, now, event, refreshToken }: Redemption): Promise<boolean> {
+    const redemption = async () => {
+      const consume = { statement: CONSUME_CODE, params: { codeHash, clientId, now } };
+      const writes = refreshToken
+        ? this.refreshTokens.insertWrites(refreshToken, now, event, true)
+        : [AuditRepository.insertOf(event, { onlyIfChanged: true })];
+      if (!this.db.postgres) return (await this.db.atomic([consume, ...writes]))[0] > 0;
+      const statement = refreshToken ? REDEEM_WITH_REFRESH_TOKEN : REDEEM_WITH_EVENT;
+      const row = await this.db.one<{ won: string | number }>(statement, { ...writes[0].params, ...consume.params });
+      return Number(row?.won) > 0;
+    };
+    const written = { codeHash, clientId, now, auditId: event.id };
+    return this.db.unitOrOutcome(redemption, async () => {
       await this.db.run(CODE_SETTLED, written);
-      return this.db.one<ConsumedCode>(CONSUMED_OUTCOME, written);
+      return (await this.db.one(REDEEMED, written)) ? true : undefined;
     });
-  }
-
-  /** Whose code this hash is, consumed (when) or not, and whether a lost answer's retry is open. */
-  find(codeHash: string): Promise<KnownCode | undefined> {
-    return this.db.one<KnownCode>(FIND_CODE, { codeHash });
   }
 
   /** Marks the redemption of `codeHash` at `consumedAt` as one whose answer was lost (see RETRYABLE). */
@@ -134,12 +154,8 @@ export class CodesRepository {
     await this.db.run(RETRYABLE, { codeHash, consumedAt, until });
   }
 
-  /**
-   * Takes the one retry of the redemption of `codeHash` at `consumedAt` (its mark not past `now`): the consumed code
-   * with its grant, or undefined when the retry is gone.
-   */
-  async takeRetry(codeHash: string, clientId: string, consumedAt: number, now: number): Promise<ConsumedCode | undefined> {
-    if ((await this.db.run(TAKE_RETRY, { codeHash, consumedAt, now })).affected === 0) return undefined;
-    return this.db.one<ConsumedCode>(CONSUMED, { codeHash, clientId });
+  /** Takes the one retry of the redemption of `codeHash` at `consumedAt` (its mark not past `now`); false when gone. */
+  async takeRetry(codeHash: string, consumedAt: number, now: number): Promise<boolean> {
+    return (await this.db.run(TAKE_RETRY, { codeHash, consumedAt, now })).affected > 0;
   }
 }

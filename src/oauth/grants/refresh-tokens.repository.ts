@@ -3,7 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
-import { AUDIT_ROW, AuditRepository } from '../../audit/audit.repository';
+import { AUDIT_ROW, AuditRepository, auditRowAfter } from '../../audit/audit.repository';
 import { SqlRunner, Statement, type StatementWrite, sql } from '../../database/sql';
 import { RefreshToken } from '../entities/refresh-token.entity';
 import { grantStateColumns } from './grants.repository';
@@ -20,21 +20,24 @@ const INSERT_REFRESH_TOKEN = new Statement(REFRESH_TOKEN_INSERT);
 const INSERT_REFRESH_TOKEN_WITH_EVENT = new Statement(
   `WITH audit AS (${AUDIT_ROW.insert} VALUES (${AUDIT_ROW.values})) ${REFRESH_TOKEN_INSERT}`,
 );
+/**
+ * PostgreSQL: the CTE parts that store a refresh token (the named parameters of {@link RefreshTokensRepository.insertWrites})
+ * and its event once for each row the CTE `after` returns: a conditional write's successor (none when it lost).
+ */
+export function refreshTokenAndEventAfter(after: string): string {
+  return `issued AS (
+    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at, dpop_jkt)
+    SELECT :tokenHash, :grantId, :clientId, :userId, :scope, CAST(:now AS bigint), CAST(:expiresAt AS bigint), NULL,
+      CAST(:dpopJkt AS varchar)
+    FROM ${after}),
+  ${auditRowAfter(after)}`;
+}
 const ROTATE_WITH_SUCCESSOR = new Statement(`
   WITH rotated AS (
     UPDATE refresh_tokens SET rotated_at = CAST(:now AS bigint), successor_sealed = :sealed
     WHERE token_hash = :presentedHash AND rotated_at IS NULL
     RETURNING 1),
-  issued AS (
-    INSERT INTO refresh_tokens (token_hash, grant_id, client_id, user_id, scope, created_at, expires_at, rotated_at, dpop_jkt)
-    SELECT :tokenHash, :grantId, :clientId, :userId, :scope, CAST(:now AS bigint), CAST(:expiresAt AS bigint), NULL,
-      CAST(:dpopJkt AS varchar)
-    FROM rotated),
-  audit AS (
-    ${AUDIT_ROW.insert}
-    SELECT :auditId, CAST(:now AS bigint), :auditType, :auditActor, :auditUserId, :auditClientId, :auditAddress,
-      :auditRequestId, :auditDetails
-    FROM rotated)
+  ${refreshTokenAndEventAfter('rotated')}
   SELECT COUNT(*) AS won FROM rotated`);
 
 /** The refresh token with its grant's state, in one round trip. */
