@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
+import { AccountRecoveryModule } from './account-recovery/account-recovery.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
@@ -37,6 +38,7 @@ import { RetentionModule } from './retention/retention.module';
     // registered, and every API call would otherwise walk past some sixty OAuth routes first.
     ...FEATURE_MODULES,
     OAuthModule,
+    AccountRecoveryModule,
     RetentionModule,
     HealthModule,
     DemoModule,

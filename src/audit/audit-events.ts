@@ -33,6 +33,7 @@ export const AUDIT_EVENT_TYPES = [
   'factor.removed',
   'recovery_code.used',
   'user.password_changed',
+  'user.password_reset_sent',
   'user.email_changed',
   'user.role_changed',
 ] as const;

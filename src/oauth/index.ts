@@ -1,8 +1,9 @@
 /**
- * What the authorization server offers other modules (the demo's seed data and pages): everything else under
+ * What the authorization server offers other modules (the demo's seed data, pages and the sign-in forms' CSRF token): everything else under
  * `src/oauth` is its own (`npm run lint` refuses an import into its folders from outside).
  */
 export { ClientsService } from './clients/clients.service';
 export { OAuthPages, escapeHtml, sendHtml } from './interaction/pages';
+export { SignInSteps } from './interaction/sign-in-steps';
 export { OAuthConfig } from './oauth.config';
 export { OAuthModule } from './oauth.module';

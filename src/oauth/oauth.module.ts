@@ -196,6 +196,6 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     RetentionRepository,
     oauthPagesProvider,
   ],
-  exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages],
+  exports: [oauthConfig, ClientsService, TokenIssuer, OAuthPages, SignInSteps],
 })
 export class OAuthModule {}

@@ -18,7 +18,7 @@ export const USER_PASSWORD_RESET = 'user.password-reset';
 
 /** What replaced a person's credentials, and who: an operator's reset (`user:set-password`) unless `change` says. */
 export interface CredentialChange {
-  via: 'password change' | 'email change';
+  via: 'password change' | 'email change' | 'reset link';
   by: AuditBy;
   /** The grant of the token that made the change with the person's own proof: it goes on. */
   keepGrantId?: string;

@@ -119,6 +119,11 @@ export class UsersService implements RoleDirectory {
     return UserResponseDto.from(await this.mustFind(found.id));
   }
 
+  /** Stores a person's new password hash (argon2id, hashed by the caller), in the caller's unit; false when gone. */
+  replacePasswordHash(userId: string, passwordHash: string): Promise<boolean> {
+    return this.users.update(userId, { passwordHash, updatedAt: Date.now() });
+  }
+
   /** For the login form: the password hash of an email, if such a user exists. */
   async credentials(email: string): Promise<UserCredentials | undefined> {
     // No stored address holds one (the DTO refuses them), and PostgreSQL rejects NUL in a query parameter.

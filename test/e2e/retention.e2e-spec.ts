@@ -33,6 +33,9 @@ const COUNT_DEVICE = sql`SELECT COUNT(*) AS n FROM device_authorizations WHERE i
 const INSERT_PROOF = sql`INSERT INTO dpop_proofs (id, expires_at) VALUES (:id, :expiresAt)`;
 const COUNT_PROOF = sql`SELECT COUNT(*) AS n FROM dpop_proofs WHERE id = :id`;
 const EXPIRE_PUSHED = sql`UPDATE pushed_requests SET expires_at = :at WHERE client_id = :clientId AND params LIKE '%expired%'`;
+const INSERT_RESET = sql`
+  INSERT INTO password_resets (token_hash, user_id, created_at, expires_at, used_at) VALUES (:hash, :userId, :at, :expiresAt, NULL)`;
+const COUNT_RESETS = sql`SELECT COUNT(*) AS n FROM password_resets WHERE user_id = :id`;
 const COUNT_WEBAUTHN = sql`SELECT COUNT(*) AS n FROM webauthn_challenges WHERE user_id = :id`;
 const EXPIRE_WEBAUTHN = sql`UPDATE webauthn_challenges SET expires_at = :at WHERE user_id = :id`;
 const EXPIRE_REVOKED = sql`UPDATE revoked_grants SET expires_at = :at WHERE grant_id = :id`;
@@ -134,6 +137,10 @@ describe('the retention job', () => {
     for (let i = 0; i < oldEvents; i++) await db.run(INSERT_AUDIT, { id: `old-${i}`, at: now - 91 * DAY, type: 'test.old' });
     await db.run(INSERT_AUDIT, { id: 'younger', at: now - 89 * DAY, type: 'test.younger' });
 
+    // Password reset links: one past its time, one still working.
+    await db.run(INSERT_RESET, { hash: 'old-reset', userId: kept.user.id, at: now - HOUR, expiresAt: now - 1_000 });
+    await db.run(INSERT_RESET, { hash: 'live-reset', userId: kept.user.id, at: now, expiresAt: now + 60_000 });
+
     const deleted = await t.app.get(RetentionService).prune(now);
     expect(deleted).toEqual({
       authorization_codes: 2,
@@ -146,6 +153,7 @@ describe('the retention job', () => {
       device_authorizations: 1,
       dpop_proofs: 1,
       webauthn_challenges: 1,
+      password_resets: 1,
       revoked_grants: 1,
       audit_events: oldEvents,
     });
@@ -173,6 +181,7 @@ describe('the retention job', () => {
     expect(await count(COUNT_PROOF, 'recent-proof')).toBe(1);
     expect(await count(COUNT_WEBAUTHN, waitedInVain.id)).toBe(0);
     expect(await count(COUNT_WEBAUTHN, waiting.id)).toBe(1);
+    expect(await count(COUNT_RESETS, kept.user.id)).toBe(1);
     expect(await count(COUNT_AUDIT, 'test.old')).toBe(0);
     expect(await count(COUNT_AUDIT, 'test.younger')).toBe(1);
 
@@ -202,6 +211,7 @@ describe('the retention job', () => {
       device_authorizations: 0,
       dpop_proofs: 0,
       webauthn_challenges: 0,
+      password_resets: 0,
       revoked_grants: 0,
       audit_events: 0,
     });

@@ -20,6 +20,7 @@ export const PUBLIC_PATTERNS = [
   /^\/register(\/:clientId)?$/,
   /^\/login(\/code|\/enrol|\/step-up|\/passkey(\/options)?)?$/,
   /^\/logout$/,
+  /^\/(forgot|reset)-password$/,
   /^\/end-session(\/confirm)?$/,
   /^\/account\/apps(\/revoke)?$/,
   /^\/account\/security(\/totp(\/confirm|\/remove)?|\/passkeys(\/options|\/rename|\/remove)?)?$/,

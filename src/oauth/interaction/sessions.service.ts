@@ -30,6 +30,7 @@ export type LogoutVia =
   | 'end session confirmed'
   | 'account switch'
   | 'password reset'
+  | 'reset link'
   | 'password change'
   | 'email change'
   | 'factor removed';

@@ -8,6 +8,18 @@ export interface LoginPageView {
   email?: string;
 }
 
+export interface ForgotPasswordPageView {
+  csrf: string;
+  error?: string;
+}
+
+export interface ResetPasswordPageView {
+  /** The link's secret, posted back with the new password. */
+  token: string;
+  csrf: string;
+  error?: string;
+}
+
 export interface ConsentPageView {
   clientName: string;
   /** The scopes the person is asked for: new to this client, or all the request names with prompt=consent. */

@@ -1,5 +1,12 @@
 import { escapeHtml, hidden, PASSKEY_SCRIPTS } from './page-html';
-import type { LoginPageView, LogoutPageView, SecondFactorPageView, SignInEnrolmentPageView } from './page-views';
+import type {
+  ForgotPasswordPageView,
+  LoginPageView,
+  LogoutPageView,
+  ResetPasswordPageView,
+  SecondFactorPageView,
+  SignInEnrolmentPageView,
+} from './page-views';
 import { BasePages } from './base-pages';
 
 /** The pages of a sign-in and a sign-out: the login form, the second step, setting up an authenticator at sign-in. */
@@ -19,7 +26,8 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
 <button type="submit">Sign in</button>
 </form>
-${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', opts.returnTo))}</div>${PASSKEY_SCRIPTS}`,
+${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', opts.returnTo))}
+<p class="lead"><a href="/forgot-password">Forgot your password?</a></p></div>${PASSKEY_SCRIPTS}`,
     );
   }
 
@@ -97,6 +105,39 @@ ${fields}${hidden('csrf', opts.csrf)}
 <button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
 <button type="submit" name="decision" value="logout">Sign out</button>
 </div>
+</form></div>`,
+    );
+  }
+
+  /** "Forgot password": posts `email` and `csrf` to `/forgot-password`. */
+  forgotPassword(opts: ForgotPasswordPageView): string {
+    return this.document(
+      'Reset your password',
+      `<div class="card">
+<h1>Reset your password</h1><p class="lead">Enter the e-mail address of your account, and we will send you a link to set a new password.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/forgot-password">
+${hidden('csrf', opts.csrf)}
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required maxlength="254" autofocus>
+<button type="submit">Send the link</button>
+</form>
+<p class="lead"><a href="/login">Back to sign-in</a></p></div>`,
+    );
+  }
+
+  /** The form of a reset link: posts `token`, `password` and `csrf` to `/reset-password`. */
+  resetPassword(opts: ResetPasswordPageView): string {
+    return this.document(
+      'Choose a new password',
+      `<div class="card">
+<h1>Choose a new password</h1><p class="lead">At least 12 characters. Setting it signs you out everywhere.</p>
+${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
+<form method="post" action="/reset-password">
+${hidden('token', opts.token)}${hidden('csrf', opts.csrf)}
+<label for="password">New password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="128" autofocus>
+<button type="submit">Set the password</button>
 </form></div>`,
     );
   }
