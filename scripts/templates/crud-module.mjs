@@ -46,8 +46,8 @@ export function renderModule({ plural, singular, owned = false, timestamp }) {
 
 // The entity declares the migration's indexes, by name, with their columns in order: the schema-drift suite fails
 // when the two differ.
-const entity = (n) => `import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { EpochMsColumn } from '../database/columns';
+const entity = (n) => `import { Column, Entity, ${n.owned ? 'ForeignKey, ' : ''}Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../database/columns';${n.owned ? "\nimport { User } from '../users/user.entity';" : ''}
 
 @Entity('${n.table}')
 ${
@@ -71,8 +71,9 @@ export class ${n.Singular} {
 ${
   n.owned
     ? `
-  /** The person who created it: only they, and administrators, see and change it. */
+  /** The person who created it: only they, and administrators, see and change it; deleted with them. */
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => User, { name: 'fk_${n.table}_owner', onDelete: 'CASCADE' })
   ownerId: string;
 `
     : ''
@@ -176,14 +177,21 @@ export class ${n.Singular}PageResponseDto {
 const repository = (n) => `import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { Repository } from 'typeorm';
+import type { Repository } from 'typeorm';${n.owned ? "\nimport type { OwnerScope } from '../auth/callers';" : ''}
 import type { ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
 import { ${n.Singular} } from './${n.singular}.entity';
 
 /** Sort keys map to columns through this allow-list only: a query value never reaches the SQL text. */
 const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.created_at', name: 'row.name' };
 
-/** The module's one way to its table: every query, built or raw, is a method here. */
+${
+  n.owned
+    ? `/**
+ * The module's one way to its table: every query, built or raw, is a method here. Each that lists, or reads or
+ * writes by id, takes the caller's OwnerScope first and keeps to it in its WHERE clause.
+ */`
+    : "/** The module's one way to its table: every query, built or raw, is a method here. */"
+}
 @Injectable()
 export class ${n.Plural}Repository {
   constructor(private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>) {}
@@ -195,18 +203,17 @@ export class ${n.Plural}Repository {
 
 ${
   n.owned
-    ? `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count: one owner's rows, or (no owner) all. */
-  page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number; ownerId?: string }): Promise<[${n.Singular}[], number]> {
+    ? `  /** A page of the scope's rows sorted by \`sort\` (then id, in the same direction), with the total count. */
+  page(scope: OwnerScope, options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number }): Promise<[${n.Singular}[], number]> {
     const direction = options.descending ? 'DESC' : 'ASC';
-    const qb = this.rows.createQueryBuilder('row');
-    if (options.ownerId !== undefined) qb.where('row.owner_id = :ownerId', { ownerId: options.ownerId });
+    const qb = scope.restrict(this.rows.createQueryBuilder('row'), 'row.owner_id');
     qb.orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
     return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
   }
 
-  /** The row, if it exists and (given an owner) belongs to that owner. */
-  findById(id: string, ownerId?: string): Promise<${n.Singular} | null> {
-    return this.rows.findOneBy(ownerId === undefined ? { id } : { id, ownerId });
+  /** The row, if it exists within the scope. */
+  findById(scope: OwnerScope, id: string): Promise<${n.Singular} | null> {
+    return this.rows.findOneBy({ id, ...scope.where('ownerId') });
   }
 `
     : `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count. */
@@ -232,14 +239,14 @@ ${
 
 ${
   n.owned
-    ? `  /** Changes a row's fields; false when there is no such row (of that owner, given one). */
-  async update(id: string, changes: Partial<${n.Singular}>, ownerId?: string): Promise<boolean> {
-    return Boolean((await this.rows.update(ownerId === undefined ? { id } : { id, ownerId }, changes)).affected);
+    ? `  /** Changes a row's fields; false when there is no such row within the scope. */
+  async update(scope: OwnerScope, id: string, changes: Partial<${n.Singular}>): Promise<boolean> {
+    return Boolean((await this.rows.update({ id, ...scope.where('ownerId') }, changes)).affected);
   }
 
-  /** Deletes a row; false when there is no such row (of that owner, given one). */
-  async delete(id: string, ownerId?: string): Promise<boolean> {
-    return Boolean((await this.rows.delete(ownerId === undefined ? { id } : { id, ownerId })).affected);
+  /** Deletes a row; false when there is no such row within the scope. */
+  async delete(scope: OwnerScope, id: string): Promise<boolean> {
+    return Boolean((await this.rows.delete({ id, ...scope.where('ownerId') })).affected);
   }`
     : `  /** Changes a row's fields; false when there is no such row. */
   async update(id: string, changes: Partial<${n.Singular}>): Promise<boolean> {
@@ -335,7 +342,7 @@ ${serviceTail(n, 'the unique index on `name`', `A ${n.singular.replace(/-/g, ' '
 /** The service of an `--owned` module: every method acts for a caller, on their own records (an administrator on all). */
 const ownedService = (n) => `import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { Callers } from '../auth/callers';
+import { Callers, type OwnerScope } from '../auth/callers';
 import type { AuthPrincipal } from '../auth/principal';
 import { isUniqueViolation } from '../database/database-errors';
 import { DomainError } from '../common/domain-error';
@@ -351,7 +358,8 @@ import { ${n.Plural}Repository } from './${n.plural}.repository';
 /**
  * Each ${n.singular.replace(/-/g, ' ')} belongs to the person who created it. A caller lists, reads, changes and deletes their own;
  * an administrator everyone's. Another person's is answered 404, as one that does not exist: its existence is
- * not revealed.
+ * not revealed. Every repository call takes the caller's OwnerScope (\`this.callers.ownerScope(caller)\`): a
+ * call without one does not compile.
  */
 @Injectable()
 export class ${n.Plural}Service {
@@ -361,18 +369,17 @@ export class ${n.Plural}Service {
   ) {}
 
   async list(caller: AuthPrincipal, query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    const [rows, total] = await this.${n.pluralVar}.page({
+    const [rows, total] = await this.${n.pluralVar}.page(await this.callers.ownerScope(caller), {
       sort: query.sort ?? 'createdAt',
       descending: query.order === 'desc',
       limit: query.limit,
       offset: query.offset,
-      ownerId: await this.callers.ownerScope(caller),
     });
     return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
   }
 
   async get(caller: AuthPrincipal, id: string): Promise<${n.Singular}ResponseDto> {
-    return ${n.Singular}ResponseDto.from(await this.find(id, await this.callers.ownerScope(caller)));
+    return ${n.Singular}ResponseDto.from(await this.find(await this.callers.ownerScope(caller), id));
   }
 
   async create(caller: AuthPrincipal, dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
@@ -390,11 +397,11 @@ export class ${n.Plural}Service {
   }
 
   async update(caller: AuthPrincipal, id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
-    const ownerId = await this.callers.ownerScope(caller);
-    const row = await this.find(id, ownerId);
+    const scope = await this.callers.ownerScope(caller);
+    const row = await this.find(scope, id);
     Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
     const updated = await this.write(() =>
-      this.${n.pluralVar}.update(id, { name: row.name, description: row.description, updatedAt: row.updatedAt }, ownerId),
+      this.${n.pluralVar}.update(scope, id, { name: row.name, description: row.description, updatedAt: row.updatedAt }),
     );
     // Deleted between the read and the write.
     if (!updated) throw notFound();
@@ -402,11 +409,11 @@ export class ${n.Plural}Service {
   }
 
   async remove(caller: AuthPrincipal, id: string): Promise<void> {
-    if (!(await this.${n.pluralVar}.delete(id, await this.callers.ownerScope(caller)))) throw notFound();
+    if (!(await this.${n.pluralVar}.delete(await this.callers.ownerScope(caller), id))) throw notFound();
   }
 
-  private async find(id: string, ownerId: string | undefined): Promise<${n.Singular}> {
-    const row = await this.${n.pluralVar}.findById(id, ownerId);
+  private async find(scope: OwnerScope, id: string): Promise<${n.Singular}> {
+    const row = await this.${n.pluralVar}.findById(scope, id);
     if (!row) throw notFound();
     return row;
   }
@@ -516,9 +523,19 @@ import { ${n.Plural}Service } from './${n.plural}.service';
 export class ${n.moduleClass} {}
 `;
 
-const migration = (n, timestamp) => `import { type MigrationInterface, type QueryRunner, Table, TableIndex } from 'typeorm';
+const migration = (
+  n,
+  timestamp,
+) => `import { type MigrationInterface, type QueryRunner, Table, ${n.owned ? 'TableForeignKey, ' : ''}TableIndex } from 'typeorm';
 
-/** The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). */
+${
+  n.owned
+    ? `/**
+ * The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). A row goes with its
+ * owner: the foreign key to users cascades.
+ */`
+    : `/** The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). */`
+}
 export class Create${n.Plural}${timestamp} implements MigrationInterface {
   name = 'Create${n.Plural}${timestamp}';
 
@@ -534,7 +551,20 @@ export class Create${n.Plural}${timestamp} implements MigrationInterface {
           }
           { name: 'created_at', type: 'bigint' },
           { name: 'updated_at', type: 'bigint' },
-        ],
+        ],${
+          n.owned
+            ? `
+        foreignKeys: [
+          new TableForeignKey({
+            name: 'fk_${n.table}_owner',
+            columnNames: ['owner_id'],
+            referencedTableName: 'users',
+            referencedColumnNames: ['id'],
+            onDelete: 'CASCADE',
+          }),
+        ],`
+            : ''
+        }
       }),
     );
 ${
@@ -555,9 +585,11 @@ ${
 }
 `;
 
-const e2eSpec = (n) => `import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ${n.Plural}Scope } from '../../src/${n.plural}/${n.plural}.scopes';
+const e2eSpec = (n) => `import { randomUUID } from 'node:crypto';${n.owned ? "\nimport { DataSource } from 'typeorm';" : ''}
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';${
+  n.owned ? `\nimport { ${n.Singular} } from '../../src/${n.plural}/${n.singular}.entity';` : ''
+}
+import { ${n.Plural}Scope } from '../../src/${n.plural}/${n.plural}.scopes';${n.owned ? "\nimport { UsersScope } from '../../src/users/users.scopes';" : ''}
 import { bearerChallenge } from '../support/oauth';
 import { expectProblem, expectValidationProblem } from '../support/problem';
 import { type TestApp, bearer, createTestApp } from '../support/test-app';
@@ -575,6 +607,7 @@ ${
     ? `  /** The owner of what \`writer\` creates. */
   let ownerId: string;
   let other: string;
+  let adminId: string;
   let adminToken: string;
   let unrelated: string;
 
@@ -584,6 +617,7 @@ ${
     const someoneElse = await t.createUser();
     const admin = await t.createUser({ role: 'admin' });
     ownerId = user.id;
+    adminId = admin.id;
     reader = await t.token(user.id, [${n.Plural}Scope.read]);
     writer = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
     other = await t.token(someoneElse.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
@@ -836,6 +870,30 @@ ${
       expect(renamed.body.ownerId).toBe(ownerId);
       expect((await t.http().delete(path).set(...bearer(adminToken))).status).toBe(204);
       expectProblem(await t.http().get(path).set(...bearer(reader)), 404, path);
+    });
+
+    it("deletes a person's ${n.plural.replace(/-/g, ' ')} with the person, and no one else's", async () => {
+      const leaving = await t.createUser();
+      const leaver = await t.token(leaving.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
+      const paths: string[] = [];
+      for (const name of [uniqueName('leaving'), uniqueName('leaving')]) {
+        const res = await t.http().post('/${n.plural}').set(...bearer(leaver)).send({ name });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        paths.push(res.headers.location as string);
+      }
+      const kept = await create();
+      const rows = t.app.get(DataSource).getRepository(${n.Singular});
+      expect(await rows.countBy({ ownerId: leaving.id })).toBe(2);
+
+      const deleted = await t.http().delete(\`/users/\${leaving.id}\`).set(...bearer(await t.token(adminId, [UsersScope.write])));
+      expect(deleted.status).toBe(204);
+      expect(await rows.countBy({ ownerId: leaving.id })).toBe(0);
+      for (const path of paths) {
+        const answer = await t.http().get(path).set(...bearer(adminToken));
+        expectProblem(answer, 404, path);
+        expect(answer.body.type).toBe('urn:problem-type:${n.singular}-not-found');
+      }
+      expect((await t.http().get(\`/${n.plural}/\${kept.id}\`).set(...bearer(reader))).body).toEqual(kept);
     });
   });
 `
