@@ -7,7 +7,8 @@
 // and lists the module in src/features.ts, the one existing file it touches. `<name>` is the plural, kebab-case
 // name of the collection (`products`, `stock-items`); the singular is derived (`product`) unless given. With
 // `--owned`, each record belongs to the person who created it: lists show the caller's own (everyone's to an
-// administrator), and another person's record is 404 on every route; without it, writes are for administrators.
+// administrator), another person's record is 404 on every route, every repository call takes the caller's OwnerScope
+// and the records are deleted with their person; without it, writes are for administrators.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,5 +1,8 @@
 // The files of a generated CRUD module (see scripts/generate-module.mjs). Each template is the house style: copy
 // it, not around it. Placeholders are derived from the collection's plural and singular kebab-case names.
+import { controller } from './crud-controller.mjs';
+import { e2eSpec } from './crud-e2e-spec.mjs';
+import { ownedService, repository, service } from './crud-service.mjs';
 
 const pascal = (kebab) => kebab.replace(/(^|-)([a-z0-9])/g, (_, __, c) => c.toUpperCase());
 const camel = (kebab) => pascal(kebab).replace(/^./, (c) => c.toLowerCase());
@@ -46,8 +49,8 @@ export function renderModule({ plural, singular, owned = false, timestamp }) {
 
 // The entity declares the migration's indexes, by name, with their columns in order: the schema-drift suite fails
 // when the two differ.
-const entity = (n) => `import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { EpochMsColumn } from '../database/columns';
+const entity = (n) => `import { Column, Entity, ${n.owned ? 'ForeignKey, ' : ''}Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn } from '../database/columns';${n.owned ? "\nimport { User } from '../users/user.entity';" : ''}
 
 @Entity('${n.table}')
 ${
@@ -71,8 +74,9 @@ export class ${n.Singular} {
 ${
   n.owned
     ? `
-  /** The person who created it: only they, and administrators, see and change it. */
+  /** The person who created it: only they, and administrators, see and change it; deleted with them. */
   @Column({ type: 'varchar', length: 36 })
+  @ForeignKey(() => User, { name: 'fk_${n.table}_owner', onDelete: 'CASCADE' })
   ownerId: string;
 `
     : ''
@@ -173,333 +177,6 @@ export class ${n.Singular}PageResponseDto {
 }
 `;
 
-const repository = (n) => `import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { Injectable } from '@nestjs/common';
-import type { Repository } from 'typeorm';
-import type { ${n.Singular}SortKey } from './dto/list-${n.plural}-query.dto';
-import { ${n.Singular} } from './${n.singular}.entity';
-
-/** Sort keys map to columns through this allow-list only: a query value never reaches the SQL text. */
-const SORT_COLUMNS: Record<${n.Singular}SortKey, string> = { createdAt: 'row.created_at', name: 'row.name' };
-
-/** The module's one way to its table: every query, built or raw, is a method here. */
-@Injectable()
-export class ${n.Plural}Repository {
-  constructor(private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
-  /** The table, in the caller's unit of work (\`transactions.withTransaction\`) when there is one. */
-  private get rows(): Repository<${n.Singular}> {
-    return this.transactions.tx.getRepository(${n.Singular});
-  }
-
-${
-  n.owned
-    ? `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count: one owner's rows, or (no owner) all. */
-  page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number; ownerId?: string }): Promise<[${n.Singular}[], number]> {
-    const direction = options.descending ? 'DESC' : 'ASC';
-    const qb = this.rows.createQueryBuilder('row');
-    if (options.ownerId !== undefined) qb.where('row.owner_id = :ownerId', { ownerId: options.ownerId });
-    qb.orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
-    return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
-  }
-
-  /** The row, if it exists and (given an owner) belongs to that owner. */
-  findById(id: string, ownerId?: string): Promise<${n.Singular} | null> {
-    return this.rows.findOneBy(ownerId === undefined ? { id } : { id, ownerId });
-  }
-`
-    : `  /** A page sorted by \`sort\` (then id, in the same direction), with the total count. */
-  page(options: { sort: ${n.Singular}SortKey; descending: boolean; limit: number; offset: number }): Promise<[${n.Singular}[], number]> {
-    const direction = options.descending ? 'DESC' : 'ASC';
-    const qb = this.rows.createQueryBuilder('row').orderBy(SORT_COLUMNS[options.sort], direction).addOrderBy('row.id', direction);
-    return Promise.all([qb.clone().offset(options.offset).limit(options.limit).getMany(), qb.getCount()]);
-  }
-
-  findById(id: string): Promise<${n.Singular} | null> {
-    return this.rows.findOneBy({ id });
-  }
-`
-}
-  /** A new row from its fields (not stored yet). */
-  build(fields: Partial<${n.Singular}>): ${n.Singular} {
-    return this.rows.create(fields);
-  }
-
-  async insert(row: ${n.Singular}): Promise<void> {
-    await this.rows.insert(row);
-  }
-
-${
-  n.owned
-    ? `  /** Changes a row's fields; false when there is no such row (of that owner, given one). */
-  async update(id: string, changes: Partial<${n.Singular}>, ownerId?: string): Promise<boolean> {
-    return Boolean((await this.rows.update(ownerId === undefined ? { id } : { id, ownerId }, changes)).affected);
-  }
-
-  /** Deletes a row; false when there is no such row (of that owner, given one). */
-  async delete(id: string, ownerId?: string): Promise<boolean> {
-    return Boolean((await this.rows.delete(ownerId === undefined ? { id } : { id, ownerId })).affected);
-  }`
-    : `  /** Changes a row's fields; false when there is no such row. */
-  async update(id: string, changes: Partial<${n.Singular}>): Promise<boolean> {
-    return Boolean((await this.rows.update({ id }, changes)).affected);
-  }
-
-  /** Deletes a row; false when there is no such row. */
-  async delete(id: string): Promise<boolean> {
-    return Boolean((await this.rows.delete({ id })).affected);
-  }`
-}
-}
-`;
-
-/** The end of both services: the 409 for a taken name (`index` says which unique index) and the 404. */
-const serviceTail = (n, index, taken) => `  /** Runs an insert or update, answering ${index} with a 409 instead of a 500. */
-  private async write<T>(statement: () => Promise<T>): Promise<T> {
-    try {
-      return await statement();
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new DomainError(${n.Plural}Error.NameTaken, '${taken}');
-      throw error;
-    }
-  }
-}
-
-function notFound(): DomainError {
-  return new DomainError(${n.Plural}Error.NotFound, 'No such ${n.singular.replace(/-/g, ' ')}.');
-}
-`;
-
-const service = (n) => `import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
-import { isUniqueViolation } from '../database/database-errors';
-import { DomainError } from '../common/domain-error';
-import type { Page } from '../common/pagination';
-import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
-import type { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
-import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
-import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
-import type { ${n.Singular} } from './${n.singular}.entity';
-import { ${n.Plural}Error } from './${n.plural}.errors';
-import { ${n.Plural}Repository } from './${n.plural}.repository';
-
-@Injectable()
-export class ${n.Plural}Service {
-  constructor(private readonly ${n.pluralVar}: ${n.Plural}Repository) {}
-
-  async list(query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    const [rows, total] = await this.${n.pluralVar}.page({
-      sort: query.sort ?? 'createdAt',
-      descending: query.order === 'desc',
-      limit: query.limit,
-      offset: query.offset,
-    });
-    return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
-  }
-
-  async get(id: string): Promise<${n.Singular}ResponseDto> {
-    return ${n.Singular}ResponseDto.from(await this.find(id));
-  }
-
-  async create(dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
-    const now = Date.now();
-    const row = this.${n.pluralVar}.build({ id: randomUUID(), name: dto.name, description: dto.description ?? null, createdAt: now, updatedAt: now });
-    await this.write(() => this.${n.pluralVar}.insert(row));
-    return ${n.Singular}ResponseDto.from(row);
-  }
-
-  async update(id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
-    const row = await this.find(id);
-    Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
-    const updated = await this.write(() =>
-      this.${n.pluralVar}.update(id, { name: row.name, description: row.description, updatedAt: row.updatedAt }),
-    );
-    // Deleted between the read and the write.
-    if (!updated) throw notFound();
-    return ${n.Singular}ResponseDto.from(row);
-  }
-
-  async remove(id: string): Promise<void> {
-    if (!(await this.${n.pluralVar}.delete(id))) throw notFound();
-  }
-
-  private async find(id: string): Promise<${n.Singular}> {
-    const row = await this.${n.pluralVar}.findById(id);
-    if (!row) throw notFound();
-    return row;
-  }
-
-${serviceTail(n, 'the unique index on `name`', `A ${n.singular.replace(/-/g, ' ')} with this name already exists.`)}`;
-
-/** The service of an `--owned` module: every method acts for a caller, on their own records (an administrator on all). */
-const ownedService = (n) => `import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
-import { Callers } from '../auth/callers';
-import type { AuthPrincipal } from '../auth/principal';
-import { isUniqueViolation } from '../database/database-errors';
-import { DomainError } from '../common/domain-error';
-import type { Page } from '../common/pagination';
-import type { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
-import type { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
-import { ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
-import type { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
-import type { ${n.Singular} } from './${n.singular}.entity';
-import { ${n.Plural}Error } from './${n.plural}.errors';
-import { ${n.Plural}Repository } from './${n.plural}.repository';
-
-/**
- * Each ${n.singular.replace(/-/g, ' ')} belongs to the person who created it. A caller lists, reads, changes and deletes their own;
- * an administrator everyone's. Another person's is answered 404, as one that does not exist: its existence is
- * not revealed.
- */
-@Injectable()
-export class ${n.Plural}Service {
-  constructor(
-    private readonly ${n.pluralVar}: ${n.Plural}Repository,
-    private readonly callers: Callers,
-  ) {}
-
-  async list(caller: AuthPrincipal, query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    const [rows, total] = await this.${n.pluralVar}.page({
-      sort: query.sort ?? 'createdAt',
-      descending: query.order === 'desc',
-      limit: query.limit,
-      offset: query.offset,
-      ownerId: await this.callers.ownerScope(caller),
-    });
-    return { data: rows.map(${n.Singular}ResponseDto.from), page: { limit: query.limit, offset: query.offset, total } };
-  }
-
-  async get(caller: AuthPrincipal, id: string): Promise<${n.Singular}ResponseDto> {
-    return ${n.Singular}ResponseDto.from(await this.find(id, await this.callers.ownerScope(caller)));
-  }
-
-  async create(caller: AuthPrincipal, dto: Create${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
-    const now = Date.now();
-    const row = this.${n.pluralVar}.build({
-      id: randomUUID(),
-      name: dto.name,
-      description: dto.description ?? null,
-      ownerId: caller.sub,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await this.write(() => this.${n.pluralVar}.insert(row));
-    return ${n.Singular}ResponseDto.from(row);
-  }
-
-  async update(caller: AuthPrincipal, id: string, dto: Update${n.Singular}Dto): Promise<${n.Singular}ResponseDto> {
-    const ownerId = await this.callers.ownerScope(caller);
-    const row = await this.find(id, ownerId);
-    Object.assign(row, { name: dto.name, description: dto.description ?? null, updatedAt: Math.max(Date.now(), row.updatedAt + 1) });
-    const updated = await this.write(() =>
-      this.${n.pluralVar}.update(id, { name: row.name, description: row.description, updatedAt: row.updatedAt }, ownerId),
-    );
-    // Deleted between the read and the write.
-    if (!updated) throw notFound();
-    return ${n.Singular}ResponseDto.from(row);
-  }
-
-  async remove(caller: AuthPrincipal, id: string): Promise<void> {
-    if (!(await this.${n.pluralVar}.delete(id, await this.callers.ownerScope(caller)))) throw notFound();
-  }
-
-  private async find(id: string, ownerId: string | undefined): Promise<${n.Singular}> {
-    const row = await this.${n.pluralVar}.findById(id, ownerId);
-    if (!row) throw notFound();
-    return row;
-  }
-
-${serviceTail(n, "the unique index on the owner's `name`", `You have a ${n.singular.replace(/-/g, ' ')} with this name already.`)}`;
-
-const controller = (n) => {
-  // --owned: each handler gets the caller and passes it on; a write is any person's (on their own records).
-  const caller = n.owned ? '@Principal() caller: AuthPrincipal, ' : '';
-  const by = n.owned ? 'caller, ' : '';
-  // Reads: any signed-in person (their own records when --owned); writes: administrators, or each person on their own.
-  const own = n.owned ? ', ownRecords: true' : '';
-  const reads = `@Access({ scopes: [${n.Plural}Scope.read], people: 'any'${own} })`;
-  const writes = `@Access({ scopes: [${n.Plural}Scope.write], people: ${n.owned ? "'any'" : "['admin']"}${own} })`;
-  return `import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
-${n.owned ? "import { Access, Principal } from '../auth/auth.decorators';\nimport type { AuthPrincipal } from '../auth/principal';" : "import { Access } from '../auth/auth.decorators';"}
-import { ApiProblems, ApiUuidParams } from '../common/openapi';
-import type { Page } from '../common/pagination';
-import { NoQueryParams, UuidParamPipe } from '../common/validation';
-import { Create${n.Singular}Dto } from './dto/create-${n.singular}.dto';
-import { List${n.Plural}QueryDto } from './dto/list-${n.plural}-query.dto';
-import { ${n.Singular}PageResponseDto, ${n.Singular}ResponseDto } from './dto/${n.singular}-response.dto';
-import { Update${n.Singular}Dto } from './dto/update-${n.singular}.dto';
-import { ${n.Plural}Scope } from './${n.plural}.scopes';
-import { ${n.Plural}Service } from './${n.plural}.service';
-
-/**
- * Every route declares who may call it in one decorator (\`@Access({...})\`, or \`@Public()\`): ${n.owned ? "here any signed-in person, on their own records (the service keeps to them; an administrator reaches everyone's)" : 'here any signed-in person reads and only administrators change the catalogue'};
- * and its query (a DTO, or \`@NoQueryParams()\`). The service does not start while one is missing.
- */
-@ApiTags('${n.plural}')
-@Controller('${n.plural}')
-export class ${n.Plural}Controller {
-  constructor(private readonly ${n.pluralVar}: ${n.Plural}Service) {}
-
-  @Get()
-  ${reads}
-  @ApiOkResponse({ type: ${n.Singular}PageResponseDto })
-  list(${caller}@Query() query: List${n.Plural}QueryDto): Promise<Page<${n.Singular}ResponseDto>> {
-    return this.${n.pluralVar}.list(${by}query);
-  }
-
-  @Get(':${n.idParam}')
-  ${reads}
-  @ApiOkResponse({ type: ${n.Singular}ResponseDto })
-  @ApiUuidParams('${n.idParam}')
-  @ApiProblems(404)
-  get(${caller}@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<${n.Singular}ResponseDto> {
-    return this.${n.pluralVar}.get(${by}id);
-  }
-
-  @Post()
-  ${writes}
-  @ApiCreatedResponse({ type: ${n.Singular}ResponseDto, description: 'Location: /${n.plural}/{id}' })
-  @ApiProblems(409, 413)
-  async create(
-    ${caller}@Body() body: Create${n.Singular}Dto,
-    @NoQueryParams() _query: unknown,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<${n.Singular}ResponseDto> {
-    const created = await this.${n.pluralVar}.create(${by}body);
-    res.location(\`/${n.plural}/\${created.id}\`);
-    return created;
-  }
-
-  @Put(':${n.idParam}')
-  ${writes}
-  @ApiOkResponse({ type: ${n.Singular}ResponseDto })
-  @ApiUuidParams('${n.idParam}')
-  @ApiProblems(404, 409, 413)
-  update(
-    ${caller}@Param('${n.idParam}', UuidParamPipe) id: string,
-    @Body() body: Update${n.Singular}Dto,
-    @NoQueryParams() _query: unknown,
-  ): Promise<${n.Singular}ResponseDto> {
-    return this.${n.pluralVar}.update(${by}id, body);
-  }
-
-  @Delete(':${n.idParam}')
-  ${writes}
-  @HttpCode(204)
-  @ApiNoContentResponse()
-  @ApiUuidParams('${n.idParam}')
-  @ApiProblems(404)
-  remove(${caller}@Param('${n.idParam}', UuidParamPipe) id: string, @NoQueryParams() _query: unknown): Promise<void> {
-    return this.${n.pluralVar}.remove(${by}id);
-  }
-}
-`;
-};
-
 const module = (n) => `import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';${n.owned ? "\nimport { AuthModule } from '../auth/auth.module';" : ''}
 import { ${n.Singular} } from './${n.singular}.entity';
@@ -516,9 +193,19 @@ import { ${n.Plural}Service } from './${n.plural}.service';
 export class ${n.moduleClass} {}
 `;
 
-const migration = (n, timestamp) => `import { type MigrationInterface, type QueryRunner, Table, TableIndex } from 'typeorm';
+const migration = (
+  n,
+  timestamp,
+) => `import { type MigrationInterface, type QueryRunner, Table, ${n.owned ? 'TableForeignKey, ' : ''}TableIndex } from 'typeorm';
 
-/** The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). */
+${
+  n.owned
+    ? `/**
+ * The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). A row goes with its
+ * owner: the foreign key to users cascades.
+ */`
+    : `/** The ${n.plural.replace(/-/g, ' ')} table; every sort key has an index with \`id\` last (the tie-break). */`
+}
 export class Create${n.Plural}${timestamp} implements MigrationInterface {
   name = 'Create${n.Plural}${timestamp}';
 
@@ -534,7 +221,20 @@ export class Create${n.Plural}${timestamp} implements MigrationInterface {
           }
           { name: 'created_at', type: 'bigint' },
           { name: 'updated_at', type: 'bigint' },
-        ],
+        ],${
+          n.owned
+            ? `
+        foreignKeys: [
+          new TableForeignKey({
+            name: 'fk_${n.table}_owner',
+            columnNames: ['owner_id'],
+            referencedTableName: 'users',
+            referencedColumnNames: ['id'],
+            onDelete: 'CASCADE',
+          }),
+        ],`
+            : ''
+        }
       }),
     );
 ${
@@ -553,292 +253,4 @@ ${
     await q.dropTable('${n.table}');
   }
 }
-`;
-
-const e2eSpec = (n) => `import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ${n.Plural}Scope } from '../../src/${n.plural}/${n.plural}.scopes';
-import { bearerChallenge } from '../support/oauth';
-import { expectProblem, expectValidationProblem } from '../support/problem';
-import { type TestApp, bearer, createTestApp } from '../support/test-app';
-
-const KEYS = ['createdAt', 'description', 'id', 'name', ${n.owned ? "'ownerId', " : ''}'updatedAt'];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$/;
-
-describe('${n.plural} API', () => {
-  let t: TestApp;
-  let reader: string;
-  let writer: string;
-${
-  n.owned
-    ? `  /** The owner of what \`writer\` creates. */
-  let ownerId: string;
-  let other: string;
-  let adminToken: string;
-  let unrelated: string;
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    const user = await t.createUser();
-    const someoneElse = await t.createUser();
-    const admin = await t.createUser({ role: 'admin' });
-    ownerId = user.id;
-    reader = await t.token(user.id, [${n.Plural}Scope.read]);
-    writer = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
-    other = await t.token(someoneElse.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
-    adminToken = await t.token(admin.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
-    unrelated = await t.token(user.id, ['users:read']);
-  });`
-    : `  let personWriter: string;
-  let unrelated: string;
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    const user = await t.createUser();
-    const admin = await t.createUser({ role: 'admin' });
-    reader = await t.token(user.id, [${n.Plural}Scope.read]);
-    writer = await t.token(admin.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
-    personWriter = await t.token(user.id, [${n.Plural}Scope.read, ${n.Plural}Scope.write]);
-    unrelated = await t.token(user.id, ['users:read']);
-  });`
-}
-  afterAll(() => t.close());
-
-  /** A name no other test uses: the names are unique. */
-  const uniqueName = (prefix = 'item') => \`\${prefix}-\${randomUUID().slice(0, 8)}\`;
-
-  async function create(body: Record<string, unknown> = {}) {
-    const res = await t
-      .http()
-      .post('/${n.plural}')
-      .set(...bearer(writer))
-      .send({ name: uniqueName(), ...body });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { id: string; name: string; description: string | null; createdAt: string; updatedAt: string };
-  }
-
-  describe('POST /${n.plural}', () => {
-    it('creates one: 201, Location, exactly the documented fields', async () => {
-      const name = uniqueName('created');
-      const res = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(writer))
-        .send({ name, description: 'The first one' });
-      expect(res.status).toBe(201);
-      expect(res.headers['content-type']).toMatch(/^application\\/json/);
-      expect(Object.keys(res.body).sort()).toEqual(KEYS);
-      expect(res.body).toEqual({
-        id: expect.stringMatching(UUID),
-        name,
-        description: 'The first one',${n.owned ? '\n        ownerId,' : ''}
-        createdAt: expect.stringMatching(ISO),
-        updatedAt: res.body.createdAt,
-      });
-      expect(res.headers.location).toBe(\`/${n.plural}/\${res.body.id}\`);
-      const read = await t.http().get(res.headers.location).set(...bearer(reader));
-      expect(read.status).toBe(200);
-      expect(read.body).toEqual(res.body);
-    });
-
-${
-  n.owned
-    ? ''
-    : `    it('answers 403 to a person who is not an administrator, even with the write scope, and creates nothing', async () => {
-      const name = uniqueName('refused');
-      const res = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(personWriter))
-        .send({ name });
-      expectProblem(res, 403, '/${n.plural}');
-      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
-      expect(list.body.page.total).toBeLessThan(100);
-      expect(list.body.data.map((item: { name: string }) => item.name)).not.toContain(name);
-    });
-`
-}
-    it('stores a left-out description as null', async () => {
-      const created = await create();
-      expect(created.description).toBeNull();
-    });
-
-    it('answers 409 ${n.singular}-name-taken to a second one with the same name, and keeps the first', async () => {
-      const first = await create();
-      const res = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(writer))
-        .send({ name: first.name });
-      expectProblem(res, 409, '/${n.plural}');
-      expect(res.body.type).toBe('urn:problem-type:${n.singular}-name-taken');
-      const read = await t.http().get(\`/${n.plural}/\${first.id}\`).set(...bearer(reader));
-      expect(read.body).toEqual(first);
-    });
-
-    it('answers 400 naming every bad field: missing name, wrong types, unknown fields, null', async () => {
-      const res = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(writer))
-        .send({ description: null, colour: 'red' });
-      expectValidationProblem(res, '/${n.plural}', ['colour', 'description', 'name']);
-      const long = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(writer))
-        .send({ name: 'x'.repeat(201), description: 7 });
-      expectValidationProblem(long, '/${n.plural}', ['description', 'name']);
-    });
-
-    it('answers 403 insufficient_scope to a token without ${n.plural}:write, and creates nothing', async () => {
-      const name = uniqueName('refused');
-      const res = await t
-        .http()
-        .post('/${n.plural}')
-        .set(...bearer(reader))
-        .send({ name });
-      expectProblem(res, 403, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="${n.plural}:write"'));
-      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
-      expect(list.body.data.map((row: { name: string }) => row.name)).not.toContain(name);
-    });
-  });
-
-  describe('GET /${n.plural}', () => {
-    it('answers 401 with the bearer challenge, naming the scope the route needs, without a token', async () => {
-      const res = await t.http().get('/${n.plural}');
-      expectProblem(res, 401, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, \`realm="api", scope="\${${n.Plural}Scope.read}"\`));
-    });
-
-    it('answers 403 insufficient_scope to a token without ${n.plural}:read', async () => {
-      const res = await t.http().get('/${n.plural}').set(...bearer(unrelated));
-      expectProblem(res, 403, '/${n.plural}');
-      expect(res.headers['www-authenticate']).toBe(bearerChallenge(t, 'error="insufficient_scope", scope="${n.plural}:read"'));
-    });
-
-    it('pages and sorts in the database, ties broken by id', async () => {
-      const prefix = \`sorted-\${randomUUID().slice(0, 6)}\`;
-      for (const suffix of ['c', 'a', 'b']) await create({ name: \`\${prefix}-\${suffix}\` });
-      const all = await t.http().get('/${n.plural}?sort=name&order=desc&limit=100').set(...bearer(reader));
-      expect(all.status).toBe(200);
-      const names = (all.body.data as { name: string }[]).map((row) => row.name).filter((name) => name.startsWith(prefix));
-      expect(names).toEqual([\`\${prefix}-c\`, \`\${prefix}-b\`, \`\${prefix}-a\`]);
-      expect(all.body.page).toEqual({ limit: 100, offset: 0, total: all.body.data.length });
-
-      const byCreation = await t.http().get('/${n.plural}?sort=createdAt&limit=100').set(...bearer(reader));
-      const times = (byCreation.body.data as { createdAt: string }[]).map((row) => Date.parse(row.createdAt));
-      expect(times).toEqual([...times].sort((a, b) => a - b));
-      const page = await t.http().get('/${n.plural}?sort=createdAt&limit=2&offset=1').set(...bearer(reader));
-      expect(page.status).toBe(200);
-      expect(page.body.data).toEqual(byCreation.body.data.slice(1, 3));
-      expect(page.body.page).toEqual({ limit: 2, offset: 1, total: all.body.page.total });
-    });
-
-    it('answers 400 naming a bad sort key with the allowed values, and unknown parameters', async () => {
-      const res = await t.http().get('/${n.plural}?sort=description&colour=red').set(...bearer(reader));
-      const errors = expectValidationProblem(res, '/${n.plural}', ['colour', 'sort']);
-      expect(errors.sort).toBe('sort must be one of: createdAt, name');
-    });
-  });
-
-  describe('GET, PUT and DELETE /${n.plural}/{${n.idParam}}', () => {
-    it('replaces one with PUT: a left-out description is cleared, updatedAt moves on', async () => {
-      const created = await create({ description: 'before' });
-      const name = uniqueName('renamed');
-      const res = await t.http().put(\`/${n.plural}/\${created.id}\`).set(...bearer(writer)).send({ name });
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ...created, name, description: null, updatedAt: expect.stringMatching(ISO) });
-      expect(Date.parse(res.body.updatedAt)).toBeGreaterThan(Date.parse(created.updatedAt));
-    });
-
-    it("answers 409 to a PUT that takes another one's name, and changes nothing", async () => {
-      const [first, second] = [await create(), await create()];
-      const res = await t.http().put(\`/${n.plural}/\${second.id}\`).set(...bearer(writer)).send({ name: first.name });
-      expectProblem(res, 409, \`/${n.plural}/\${second.id}\`);
-      const read = await t.http().get(\`/${n.plural}/\${second.id}\`).set(...bearer(reader));
-      expect(read.body).toEqual(second);
-    });
-
-    it('deletes one: 204 with no body, then 404 on every route', async () => {
-      const created = await create();
-      const path = \`/${n.plural}/\${created.id}\`;
-      const res = await t.http().delete(path).set(...bearer(writer));
-      expect(res.status).toBe(204);
-      expect(res.text).toBe('');
-      for (const again of [
-        t.http().get(path).set(...bearer(reader)),
-        t.http().put(path).set(...bearer(writer)).send({ name: uniqueName() }),
-        t.http().delete(path).set(...bearer(writer)),
-      ]) {
-        const answer = await again;
-        expectProblem(answer, 404, path);
-        expect(answer.body.type).toBe('urn:problem-type:${n.singular}-not-found');
-      }
-    });
-
-    it('answers 403 to PUT and DELETE with a read-only token, and changes nothing', async () => {
-      const created = await create();
-      const path = \`/${n.plural}/\${created.id}\`;
-      expectProblem(await t.http().put(path).set(...bearer(reader)).send({ name: uniqueName() }), 403, path);
-      expectProblem(await t.http().delete(path).set(...bearer(reader)), 403, path);
-      expect((await t.http().get(path).set(...bearer(reader))).body).toEqual(created);
-    });
-
-    it('answers 400 naming ${n.idParam} when the id is not a UUID, and 404 for an unknown one', async () => {
-      expectValidationProblem(await t.http().get('/${n.plural}/not-a-uuid').set(...bearer(reader)), '/${n.plural}/not-a-uuid', ['${n.idParam}']);
-      const unknown = \`/${n.plural}/\${randomUUID()}\`;
-      expectProblem(await t.http().get(unknown).set(...bearer(reader)), 404, unknown);
-    });
-  });
-${
-  n.owned
-    ? `
-  describe('owned records', () => {
-    it("shows another person none of one's ${n.plural.replace(/-/g, ' ')}, and answers 404 to their GET, PUT and DELETE, changing nothing", async () => {
-      const mine = await create({ description: 'mine' });
-      const path = \`/${n.plural}/\${mine.id}\`;
-      const theirs = await t.http().get('/${n.plural}?limit=100').set(...bearer(other));
-      expect(theirs.status).toBe(200);
-      expect(theirs.body.data.map((row: { id: string }) => row.id)).not.toContain(mine.id);
-      for (const attempt of [
-        t.http().get(path).set(...bearer(other)),
-        t.http().put(path).set(...bearer(other)).send({ name: uniqueName('taken-over') }),
-        t.http().delete(path).set(...bearer(other)),
-      ]) {
-        const answer = await attempt;
-        expectProblem(answer, 404, path);
-        expect(answer.body.type).toBe('urn:problem-type:${n.singular}-not-found');
-      }
-      expect((await t.http().get(path).set(...bearer(reader))).body).toEqual(mine);
-    });
-
-    it('lists only the caller\\'s own, and lets two people use the same name', async () => {
-      const mine = await create();
-      const same = await t.http().post('/${n.plural}').set(...bearer(other)).send({ name: mine.name });
-      expect(same.status, JSON.stringify(same.body)).toBe(201);
-      expect(same.body.ownerId).not.toBe(ownerId);
-      const list = await t.http().get('/${n.plural}?limit=100').set(...bearer(reader));
-      expect(list.body.data.length).toBeGreaterThan(0);
-      for (const row of list.body.data as { ownerId: string }[]) expect(row.ownerId).toBe(ownerId);
-    });
-
-    it("lets an administrator list, read, change and delete anyone's, the owner staying the owner", async () => {
-      const mine = await create();
-      const path = \`/${n.plural}/\${mine.id}\`;
-      const all = await t.http().get('/${n.plural}?sort=createdAt&order=desc&limit=10').set(...bearer(adminToken));
-      expect(all.body.data.map((row: { id: string }) => row.id)).toContain(mine.id);
-      expect((await t.http().get(path).set(...bearer(adminToken))).body).toEqual(mine);
-      const renamed = await t.http().put(path).set(...bearer(adminToken)).send({ name: uniqueName('by-admin') });
-      expect(renamed.status).toBe(200);
-      expect(renamed.body.ownerId).toBe(ownerId);
-      expect((await t.http().delete(path).set(...bearer(adminToken))).status).toBe(204);
-      expectProblem(await t.http().get(path).set(...bearer(reader)), 404, path);
-    });
-  });
-`
-    : ''
-}});
 `;

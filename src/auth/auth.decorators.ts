@@ -31,8 +31,9 @@ export interface AccessRule {
   readonly people: readonly [string, ...string[]] | 'any';
   /**
    * The route acts on the caller's own records only (an administrator's reach: everyone's), and another person's
-   * record answers 404, as one that does not exist. The handler enforces it; the route inventory tries it. A write
-   * route open to `people: 'any'` must say so, or the start stops.
+   * record answers 404, as one that does not exist. The handler enforces it (its repository calls take the caller's
+   * OwnerScope, see callers.ts); the route inventory tries it. A write route open to `people: 'any'` must say so,
+   * or the start stops.
    */
   readonly ownRecords?: true;
   /**

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { Callers, type OwnerScope } from '../auth/callers';
 import type { AuthPrincipal } from '../auth/principal';
 import { DomainError } from '../common/domain-error';
 import { UsersError } from '../users/users.errors';
@@ -11,16 +12,18 @@ import { OrdersError } from './orders.errors';
 import { OrderResponseDto } from './dto/order-response.dto';
 import { OrdersRepository } from './orders.repository';
 
+/** A person's orders, under `/users/:userId`: the person themselves or an administrator reaches them. */
 @Injectable()
 export class OrdersService {
   constructor(
     private readonly orders: OrdersRepository,
     private readonly users: UsersService,
+    private readonly callers: Callers,
   ) {}
 
   async list(principal: AuthPrincipal, userId: string, query: ListOrdersQueryDto): Promise<Page<OrderResponseDto>> {
-    await this.ownerMustExist(principal, userId);
-    const [rows, total] = await this.orders.pageOf(userId, {
+    const scope = await this.existingOwner(principal, userId);
+    const [rows, total] = await this.orders.pageOf(scope, {
       status: query.status,
       sort: query.sort ?? 'createdAt',
       descending: query.order === 'desc',
@@ -31,15 +34,14 @@ export class OrdersService {
   }
 
   async get(principal: AuthPrincipal, userId: string, orderId: string): Promise<OrderResponseDto> {
-    await this.users.accessibleUserId(principal, userId);
-    // Scoped by owner as well as id: another user's order is simply not found.
-    const order = await this.orders.findOfUser(userId, orderId);
+    // Kept to the person's orders: another person's order is simply not found.
+    const order = await this.orders.findOne(await this.scopeOf(principal, userId), orderId);
     if (!order) throw new DomainError(OrdersError.NotFound, 'No such order.');
     return OrderResponseDto.from(order);
   }
 
   async create(principal: AuthPrincipal, userId: string, dto: CreateOrderDto): Promise<OrderResponseDto> {
-    await this.ownerMustExist(principal, userId);
+    await this.existingOwner(principal, userId);
     const order = this.orders.build({
       id: randomUUID(),
       userId,
@@ -61,9 +63,18 @@ export class OrdersService {
     return OrderResponseDto.from(order);
   }
 
-  private async ownerMustExist(principal: AuthPrincipal, userId: string): Promise<void> {
-    const actor = await this.users.accessibleUserId(principal, userId);
-    if (actor.id !== userId && !(await this.users.exists(userId))) throw userNotFound();
+  /** The orders of the person the route names, for that person or an administrator; anyone else: not found. */
+  private async scopeOf(principal: AuthPrincipal, userId: string): Promise<OwnerScope> {
+    const scope = await this.callers.personScope(principal, userId);
+    if (!scope) throw userNotFound();
+    return scope;
+  }
+
+  /** As `scopeOf`, and the person exists (an administrator may name anyone). */
+  private async existingOwner(principal: AuthPrincipal, userId: string): Promise<OwnerScope> {
+    const scope = await this.scopeOf(principal, userId);
+    if (principal.sub !== userId && !(await this.users.exists(userId))) throw userNotFound();
+    return scope;
   }
 }
 

@@ -128,10 +128,13 @@ export class OwnRecordsProbe {
     return creating;
   }
 
-  /** The GET of the same path declaring ownRecords, which shows the owner the record (or collection) the route acts on. */
+  /**
+   * The GET of the same path, which shows the owner the record (or collection) the route acts on: one declaring
+   * ownRecords, or a read open to every person (a record anyone reads and only its owner writes).
+   */
   private readBackRoute(route: Route): Route {
-    const read = this.routes.find((r) => r.method === 'GET' && r.path === route.path && r.ownRecords);
-    if (!read) throw new Error(`cannot read back what ${key(route)} acts on: no GET ${route.path} declaring ownRecords`);
+    const read = this.routes.find((r) => r.method === 'GET' && r.path === route.path);
+    if (!read) throw new Error(`cannot read back what ${key(route)} acts on: no GET ${route.path}`);
     return read;
   }
 
