@@ -42,6 +42,7 @@ export class PasswordResetController {
 
   @Get('forgot-password')
   @ApiHtml(200, 'The form that asks for the account e-mail (or, without mail, how to get a reset)')
+  @ApiProblems(400)
   ask(@Req() req: Request, @Res() res: Response, @NoQueryParams() _query: unknown): void {
     if (!this.resets.available) return sendHtml(res, 200, this.pages.notice('Reset your password', UNAVAILABLE));
     sendHtml(res, 200, this.pages.forgotPassword({ csrf: this.steps.csrfFor(req, res) }));

@@ -47,6 +47,7 @@ import { GrantRevocationService } from './grants/grant-revocation.service';
 import { IntrospectionController } from './endpoints/introspection/introspection.controller';
 import { IntrospectionService } from './endpoints/introspection/introspection.service';
 import { LoginController } from './interaction/login.controller';
+import { AccountHomeController } from './interaction/account-home.controller';
 import { SecondFactorController } from './interaction/second-factor.controller';
 import { PasskeyLoginController } from './interaction/passkey-login.controller';
 import { StepUpController } from './interaction/step-up.controller';
@@ -134,6 +135,7 @@ const oauthConfig = AppConfigModule.forFeature(OAuthConfig);
     MetadataController,
     JwksController,
     LoginController,
+    AccountHomeController,
     SecondFactorController,
     PasskeyLoginController,
     StepUpController,

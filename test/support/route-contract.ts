@@ -22,6 +22,7 @@ export const PUBLIC_PATTERNS = [
   /^\/logout$/,
   /^\/(forgot|reset)-password$/,
   /^\/end-session(\/confirm)?$/,
+  /^\/(account)?$/,
   /^\/account\/apps(\/revoke)?$/,
   /^\/account\/security(\/totp(\/confirm|\/remove)?|\/passkeys(\/options|\/rename|\/remove)?)?$/,
   /^\/assets\/(webauthn|passkeys)\.js$/,

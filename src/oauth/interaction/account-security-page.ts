@@ -52,9 +52,20 @@ export class AccountSecurityPage {
   }
 
   async render(res: Response, status: number, session: CurrentSession, extra: Partial<AccountSecurityPageView> = {}): Promise<void> {
-    const [state, passkeys] = await Promise.all([this.secondFactors.status(session.userId), this.passkeys.list(session.userId)]);
+    const [state, passkeys, email] = await Promise.all([
+      this.secondFactors.status(session.userId),
+      this.passkeys.list(session.userId),
+      this.users.emailOf(session.userId),
+    ]);
     const confirmFirst = await this.rules.confirmFirst(session, state.totp === 'active' || passkeys.length > 0);
-    const view = { csrf: session.csrfToken, ...state, passkeys, ...(confirmFirst ? { confirmFirst } : {}), ...extra };
+    const view = {
+      csrf: session.csrfToken,
+      signedInAs: email ?? '',
+      ...state,
+      passkeys,
+      ...(confirmFirst ? { confirmFirst } : {}),
+      ...extra,
+    };
     sendHtml(res, status, this.pages.accountSecurity(view));
   }
 }

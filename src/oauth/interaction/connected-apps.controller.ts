@@ -9,6 +9,7 @@ import { sessionCookie } from './cookies';
 import { OAuthPages, sendHtml, sendRedirect } from './pages';
 import { safeEqual } from '../../crypto/secrets';
 import { SessionsService } from './sessions.service';
+import { UsersService } from '../../users/users.service';
 
 export const CONNECTED_APPS_PATH = '/account/apps';
 const BACK = { href: CONNECTED_APPS_PATH, label: 'Back to your connected apps' };
@@ -25,6 +26,7 @@ export class ConnectedAppsController {
     private readonly sessions: SessionsService,
     private readonly apps: ConnectedAppsService,
     private readonly pages: OAuthPages,
+    private readonly users: UsersService,
   ) {}
 
   @Get()
@@ -37,7 +39,8 @@ export class ConnectedAppsController {
       sendRedirect(res, 302, `/login?return_to=${encodeURIComponent(CONNECTED_APPS_PATH)}`);
       return;
     }
-    sendHtml(res, 200, this.pages.connectedApps({ apps: await this.apps.list(session.userId), csrf: session.csrfToken }));
+    const [apps, email] = await Promise.all([this.apps.list(session.userId), this.users.emailOf(session.userId)]);
+    sendHtml(res, 200, this.pages.connectedApps({ apps, csrf: session.csrfToken, signedInAs: email ?? '' }));
   }
 
   @Post('revoke')

@@ -37,12 +37,13 @@ ${hidden('client_id', app.clientId)}${hidden('csrf', opts.csrf)}
     const list = opts.apps.length
       ? `<ul class="apps">${apps}</ul>`
       : '<div class="card"><p class="lead">No application has access to your account.</p></div>';
-    return this.document(
+    return this.accountPage(
       'Connected apps',
+      '/account/apps',
+      opts,
       `<h1>Connected apps</h1>
 <p class="lead">Applications you allowed to use your account. Revoking one signs it out at once; to come back, it has to send you through sign-in again.</p>
-${list}
-<form method="post" action="/logout">${hidden('csrf', opts.csrf)}<button type="submit" class="secondary">Sign out</button></form>`,
+${list}`,
     );
   }
 
@@ -67,8 +68,10 @@ ${list}
       body = `<p class="lead">Add an authenticator app (a one-time code at every sign-in, after your password).</p>
 <form method="post" action="/account/security/totp">${csrf}<button type="submit">Set up an authenticator</button></form>`;
     }
-    return this.document(
+    return this.accountPage(
       'Sign-in security',
+      '/account/security',
+      opts,
       `<div class="card">
 <h1>Sign-in security</h1>
 ${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}${opts.confirmFirst ? `<p class="lead"><a href="${escapeHtml(opts.confirmFirst)}">Confirm it is you</a> to add or remove a passkey or an authenticator.</p>\n` : ''}${body}

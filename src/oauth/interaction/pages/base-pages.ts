@@ -1,4 +1,5 @@
 import { escapeHtml, hidden, STYLE } from './page-html';
+import type { AccountFrameView } from './page-views';
 
 /**
  * The document around every page and the parts several pages share (the passkey form, an authenticator to set up,
@@ -40,6 +41,22 @@ ${hidden('csrf', csrf)}${hidden('step', step)}${hidden('response', '')}${extra}$
 <p class="lead">Keep these recovery codes somewhere safe. Each signs you in once if you lose your authenticator. They are shown only now.</p>
 <ul class="codes">${codes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>
 <p class="lead"><a href="${escapeHtml(next)}">I have saved them</a></p>`;
+  }
+
+  /**
+   * The frame of the account pages: who is signed in and the links between the pages on top (no form there: a
+   * page's own form comes first), the sign-out form at the bottom.
+   */
+  protected accountPage(title: string, current: string, opts: AccountFrameView, body: string): string {
+    const link = (href: string, label: string) =>
+      `<a href="${href}"${href === current ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a>`;
+    return this.document(
+      title,
+      `<nav class="account" aria-label="Your account"><p class="lead">Signed in as <strong>${escapeHtml(opts.signedInAs)}</strong></p>
+<p class="lead">${link('/account/apps', 'Connected apps')} · ${link('/account/security', 'Sign-in security')}</p></nav>
+${body}
+<form method="post" action="/logout">${hidden('csrf', opts.csrf)}<button type="submit" class="secondary">Sign out</button></form>`,
+    );
   }
 
   /** A page that only says what happened (signed out, still signed in). */

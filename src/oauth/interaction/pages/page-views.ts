@@ -57,9 +57,14 @@ export interface ConnectedAppView {
   lastUsedAt: number | null;
 }
 
-export interface ConnectedAppsPageView {
-  apps: ConnectedAppView[];
+/** What every account page shows around itself: who is signed in (their e-mail). */
+export interface AccountFrameView {
+  signedInAs: string;
   csrf: string;
+}
+
+export interface ConnectedAppsPageView extends AccountFrameView {
+  apps: ConnectedAppView[];
 }
 
 /**
@@ -98,8 +103,7 @@ export interface SignInEnrolmentPageView {
 }
 
 /** The account's security page: the authenticator's state and what can be done with it. */
-export interface AccountSecurityPageView {
-  csrf: string;
+export interface AccountSecurityPageView extends AccountFrameView {
   totp: 'none' | 'pending' | 'active';
   recoveryCodesLeft: number;
   /** While setting up an authenticator: the QR code (an SVG element) and the secret to type instead. */
