@@ -4,9 +4,8 @@ import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../audit/audit-event.entity';
 import { AuditRepository } from '../audit/audit.repository';
-import { lockedReadWrite } from '../database/locked-write';
-import { SqlRunner, type StatementWrite, epochMs, sql } from '../database/sql';
-import type { KeyAction, KeyState, KeyTimeline } from './key-lifecycle';
+import { SqlRunner } from '../database/sql';
+import type { KeyAction, KeyTimeline } from './key-lifecycle';
 import { SigningKey } from './signing-key.entity';
 
 /** The PostgreSQL advisory lock key of changes to the signing keys (an arbitrary constant: "oauthkey"). */
@@ -14,52 +13,6 @@ const KEYS_LOCK_KEY = '6f617574686b6579';
 
 /** A key made and sealed, not stored yet. */
 export type MadeKey = Pick<SigningKey, 'kid' | 'privateJwk' | 'publicJwk' | 'createdAt'>;
-
-const READ_TIMELINES = sql`SELECT kid, activates_at, retires_at, unpublishes_at, state FROM signing_keys`;
-const INSERT_KEY = sql`
-  INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at, activates_at, retires_at, unpublishes_at, state)
-  VALUES (:kid, :privateJwk, :publicJwk, :createdAt, :activatesAt, NULL, NULL, 'published')`;
-const SCHEDULE_RETIREMENT = sql`UPDATE signing_keys SET retires_at = :retiresAt, unpublishes_at = :unpublishesAt WHERE kid = :kid`;
-const RECORD_STATE = sql`UPDATE signing_keys SET state = :state WHERE kid = :kid`;
-const DELETE_KEY = sql`DELETE FROM signing_keys WHERE kid = :kid`;
-
-interface TimelineRow {
-  kid: string;
-  activates_at: unknown;
-  retires_at: unknown;
-  unpublishes_at: unknown;
-  state: KeyState;
-}
-
-function timeline(row: TimelineRow): KeyTimeline {
-  return {
-    kid: row.kid,
-    activatesAt: epochMs(row.activates_at),
-    retiresAt: epochMs(row.retires_at, true),
-    unpublishesAt: epochMs(row.unpublishes_at, true),
-    state: row.state,
-  };
-}
-
-/** The statement that carries out an action; `made` is the new key a `publish` stores. */
-function write(action: KeyAction, made: MadeKey | undefined): StatementWrite {
-  switch (action.type) {
-    case 'publish':
-      if (!made || made.kid !== action.kid) throw new Error(`no key was made for "${action.kid}"`);
-      return { statement: INSERT_KEY, params: { ...made, activatesAt: action.activatesAt } };
-    case 'schedule-retirement':
-      return {
-        statement: SCHEDULE_RETIREMENT,
-        params: { kid: action.kid, retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt },
-      };
-    case 'activate':
-      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'active' } };
-    case 'retire':
-      return { statement: RECORD_STATE, params: { kid: action.kid, state: 'retired' } };
-    case 'remove':
-      return { statement: DELETE_KEY, params: { kid: action.kid } };
-  }
-}
 
 /** The keys module's one way to its table. */
 @Injectable()
@@ -90,15 +43,41 @@ export class SigningKeysRepository {
   }
 
   /**
-   * Reads the keys' timelines and carries out what `decide` makes of them, with their audit events, with no other
-   * instance doing the same in between (see lockedReadWrite). `made` is the key a `publish` stores.
+   * Reads the keys' timelines and carries out what `decide` makes of them, with their audit events, in one unit of
+   * work under the keys' write lock (SqlRunner.locked): no other instance does the same in between. `made` is the key a `publish` stores.
    */
   change(decide: (keys: KeyTimeline[]) => { actions: KeyAction[]; events: AuditEvent[] }, made?: MadeKey): Promise<KeyAction[]> {
-    return lockedReadWrite<TimelineRow, KeyAction[]>(this.db, KEYS_LOCK_KEY, READ_TIMELINES, (rows) => {
-      const { actions, events } = decide(rows.map(timeline));
-      const writes = [...actions.map((action) => write(action, made)), ...events.map((event) => AuditRepository.insertOf(event))];
-      return { writes, result: actions };
+    return this.db.locked(KEYS_LOCK_KEY, async () => {
+      const { actions, events } = decide(await this.timelines());
+      for (const action of actions) await this.carryOut(action, made);
+      for (const event of events) {
+        const { statement, params } = AuditRepository.insertOf(event);
+        await this.db.run(statement, params);
+      }
+      return actions;
     });
+  }
+
+  /** The write that carries out an action; `made` is the new key a `publish` stores. */
+  private async carryOut(action: KeyAction, made: MadeKey | undefined): Promise<void> {
+    switch (action.type) {
+      case 'publish':
+        if (!made || made.kid !== action.kid) throw new Error(`no key was made for "${action.kid}"`);
+        await this.keys.insert({ ...made, activatesAt: action.activatesAt, retiresAt: null, unpublishesAt: null, state: 'published' });
+        return;
+      case 'schedule-retirement':
+        await this.keys.update({ kid: action.kid }, { retiresAt: action.retiresAt, unpublishesAt: action.unpublishesAt });
+        return;
+      case 'activate':
+        await this.keys.update({ kid: action.kid }, { state: 'active' });
+        return;
+      case 'retire':
+        await this.keys.update({ kid: action.kid }, { state: 'retired' });
+        return;
+      case 'remove':
+        await this.keys.delete({ kid: action.kid });
+        return;
+    }
   }
 
   /**

@@ -1,7 +1,12 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { lockedReadWrite } from '../database/locked-write';
-import { SqlRunner, Statement, epochMs, expiredRowsDeletion, sql } from '../database/sql';
+import { IsNull, Not, type Repository } from 'typeorm';
+import { SqlRunner, sql } from '../database/sql';
 import { factorsLockKey } from './factors-lock';
+import { Passkey } from './passkey.entity';
+import { TotpFactor } from './totp-factor.entity';
+import { WebauthnChallenge } from './webauthn-challenge.entity';
 
 /** What a WebAuthn challenge was handed out for. */
 export type ChallengePurpose = 'register' | 'sign-in' | 'second-factor';
@@ -28,85 +33,70 @@ export interface TakenChallenge {
   userId: string | null;
 }
 
-const COLUMNS = 'id, user_id, name, public_key, sign_count, transports, aaguid, device_type, backed_up, created_at, last_used_at';
-const FIND = new Statement(`SELECT ${COLUMNS} FROM passkeys WHERE id = :id`);
-const OF_USER = new Statement(`SELECT ${COLUMNS} FROM passkeys WHERE user_id = :userId ORDER BY created_at, id`);
-const COUNT_OF_USER = sql`SELECT COUNT(*) AS n FROM passkeys WHERE user_id = :userId`;
+// Hand-written: whether ON CONFLICT DO NOTHING inserted is its affected-row count, which TypeORM's InsertResult lacks on SQLite.
 const INSERT = sql`
   INSERT INTO passkeys (id, user_id, name, public_key, sign_count, transports, aaguid, device_type, backed_up, created_at, last_used_at)
   VALUES (:id, :userId, :name, :publicKey, :signCount, :transports, :aaguid, :deviceType, :backedUp, :now, NULL)
   ON CONFLICT (id) DO NOTHING`;
 /**
  * A sign-in with the passkey: its new counter (never lower than the stored one, so that of two racing sign-ins the
- * later counter stays), its backup state, when.
+ * later counter stays), its backup state, when. Hand-written: the counter is chosen from the row's own (CASE).
  */
 const USED = sql`
   UPDATE passkeys SET sign_count = CASE WHEN sign_count < :signCount THEN :signCount ELSE sign_count END,
     backed_up = :backedUp, last_used_at = :now
   WHERE id = :id AND user_id = :userId`;
-const RENAME = sql`UPDATE passkeys SET name = :name WHERE id = :id AND user_id = :userId`;
-const DELETE = sql`DELETE FROM passkeys WHERE id = :id AND user_id = :userId`;
-const DELETE_OF_USER = sql`DELETE FROM passkeys WHERE user_id = :userId`;
-/** The passkey's name (none when it is not the person's), and the factors the person has: what a removal leaves. */
-const REMOVAL_OF = sql`
-  SELECT
-    (SELECT name FROM passkeys WHERE id = :id AND user_id = :userId) AS name,
-    (SELECT COUNT(*) FROM passkeys WHERE user_id = :userId) AS passkeys,
-    (SELECT COUNT(*) FROM totp_factors WHERE user_id = :userId AND confirmed_at IS NOT NULL) AS totp`;
-const INSERT_CHALLENGE = sql`
-  INSERT INTO webauthn_challenges (id, challenge, purpose, user_id, expires_at) VALUES (:id, :challenge, :purpose, :userId, :expiresAt)`;
-/** Takes the challenge: the one statement that reads it also deletes it, so an answer is checked against it once. */
+/**
+ * Takes the challenge: the one statement that reads it also deletes it, so an answer is checked against it once.
+ * Hand-written: DELETE ... RETURNING.
+ */
 const TAKE_CHALLENGE = sql`
   DELETE FROM webauthn_challenges WHERE id = :id AND expires_at > :now RETURNING challenge, purpose, user_id`;
-/** Planned at each run with its cutoff (as the retention job's other deletes; see RetentionRepository). */
-const DELETE_EXPIRED_CHALLENGES = expiredRowsDeletion('webauthn_challenges');
 
-interface Row {
-  id: string;
-  user_id: string;
-  name: string;
-  public_key: string;
-  sign_count: unknown;
-  transports: string;
-  aaguid: string;
-  device_type: string;
-  backed_up: unknown;
-  created_at: unknown;
-  last_used_at: unknown;
-}
-
-function passkeyOf(row: Row): PasskeyRow {
+function passkeyOf(row: Passkey): PasskeyRow {
   return {
     id: row.id,
-    userId: row.user_id,
+    userId: row.userId,
     name: row.name,
-    publicKey: row.public_key,
-    signCount: Number(row.sign_count),
+    publicKey: row.publicKey,
+    signCount: row.signCount,
     transports: row.transports ? row.transports.split(',') : [],
     aaguid: row.aaguid,
-    deviceType: row.device_type === 'multiDevice' ? 'multiDevice' : 'singleDevice',
-    backedUp: Boolean(row.backed_up),
-    createdAt: epochMs(row.created_at),
-    lastUsedAt: epochMs(row.last_used_at, true),
+    deviceType: row.deviceType === 'multiDevice' ? 'multiDevice' : 'singleDevice',
+    backedUp: Boolean(row.backedUp),
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
   };
 }
 
 /** The passkeys' one way to their tables. */
 @Injectable()
 export class PasskeysRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The tables, in the current unit of work when there is one. */
+  private get passkeys(): Repository<Passkey> {
+    return this.transactions.tx.getRepository(Passkey);
+  }
+
+  private get challenges(): Repository<WebauthnChallenge> {
+    return this.transactions.tx.getRepository(WebauthnChallenge);
+  }
 
   async find(id: string): Promise<PasskeyRow | undefined> {
-    const row = await this.db.one<Row>(FIND, { id });
-    return row && passkeyOf(row);
+    const row = await this.passkeys.findOne({ where: { id } });
+    return row ? passkeyOf(row) : undefined;
   }
 
   async ofUser(userId: string): Promise<PasskeyRow[]> {
-    return (await this.db.run<Row>(OF_USER, { userId })).rows.map(passkeyOf);
+    return (await this.passkeys.find({ where: { userId }, order: { createdAt: 'ASC', id: 'ASC' } })).map(passkeyOf);
   }
 
-  async countOf(userId: string): Promise<number> {
-    return Number((await this.db.one<{ n: unknown }>(COUNT_OF_USER, { userId }))?.n ?? 0);
+  countOf(userId: string): Promise<number> {
+    return this.passkeys.count({ where: { userId } });
   }
 
   /** Stores a new passkey; false when a passkey with that credential id exists (the person's or anyone's). */
@@ -120,7 +110,7 @@ export class PasskeysRepository {
   }
 
   async rename(id: string, userId: string, name: string): Promise<boolean> {
-    return (await this.db.run(RENAME, { id, userId, name })).affected > 0;
+    return Boolean((await this.passkeys.update({ id, userId }, { name })).affected);
   }
 
   /**
@@ -129,26 +119,25 @@ export class PasskeysRepository {
    * person's factors lock, so an authenticator removed at the same moment cannot leave them with neither.
    */
   deleteUnlessLast(id: string, userId: string, keepOne: boolean): Promise<{ name: string } | 'last' | undefined> {
-    type Left = { name: string | null; passkeys: unknown; totp: unknown };
-    return lockedReadWrite<Left, { name: string } | 'last' | undefined>(
-      this.db,
-      factorsLockKey(userId),
-      { statement: REMOVAL_OF, params: { id, userId } },
-      ([left]) => {
-        if (left.name === null) return { writes: [], result: undefined };
-        if (keepOne && Number(left.passkeys) + Number(left.totp) <= 1) return { writes: [], result: 'last' };
-        return { writes: [{ statement: DELETE, params: { id, userId } }], result: { name: left.name } };
-      },
-    );
+    return this.db.locked(factorsLockKey(userId), async () => {
+      const passkey = await this.passkeys.findOne({ select: { name: true }, where: { id, userId } });
+      if (!passkey) return undefined;
+      if (keepOne) {
+        const totp = await this.transactions.tx.getRepository(TotpFactor).count({ where: { userId, confirmedAt: Not(IsNull()) } });
+        if ((await this.countOf(userId)) + totp <= 1) return 'last';
+      }
+      await this.passkeys.delete({ id, userId });
+      return { name: passkey.name };
+    });
   }
 
   /** Every passkey of the person; how many. */
   async deleteAllOf(userId: string): Promise<number> {
-    return (await this.db.run(DELETE_OF_USER, { userId })).affected;
+    return (await this.passkeys.delete({ userId })).affected ?? 0;
   }
 
   async insertChallenge(id: string, challenge: string, purpose: ChallengePurpose, userId: string | null, expiresAt: number): Promise<void> {
-    await this.db.run(INSERT_CHALLENGE, { id, challenge, purpose, userId, expiresAt });
+    await this.challenges.insert({ id, challenge, purpose, userId, expiresAt });
   }
 
   async takeChallenge(id: string, now: number): Promise<TakenChallenge | undefined> {
@@ -156,8 +145,10 @@ export class PasskeysRepository {
     return row && { challenge: row.challenge, purpose: row.purpose, userId: row.user_id };
   }
 
-  /** Up to `batch` challenges that expired before `cutoff`; how many. */
+  /** Up to `batch` challenges that expired before `cutoff`; how many (one statement, as the retention job's other deletes). */
   async deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
-    return (await this.db.run(DELETE_EXPIRED_CHALLENGES, { cutoff, batch })).affected;
+    const expired = this.challenges.createQueryBuilder('w').select('w.id').where('w.expires_at < :cutoff').limit(batch);
+    const deleted = await this.challenges.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
+    return deleted.affected ?? 0;
   }
 }

@@ -61,10 +61,10 @@ export class ProfileUpdatesService {
       passwordHash: newPassword ? await this.hasher.hash(dto.password!) : null,
       updatedAt: now,
     };
-    const write = UsersRepository.profileWriteOf(userId, profile, proof === 'current password' ? stored.passwordHash : undefined);
-    let changed: number;
+    const checkedHash = proof === 'current password' ? stored.passwordHash : undefined;
+    let changed: boolean;
     try {
-      [changed] = await this.rows.atomic([write, ...events.map((event) => AuditService.writeOf(event, { onlyIfChanged: true }))]);
+      changed = await this.rows.updateProfile(userId, profile, checkedHash, events);
     } catch (error) {
       if (isUniqueViolation(error)) throw new DomainError(UsersError.EmailTaken, 'A user with this email already exists.');
       throw error;

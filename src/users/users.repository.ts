@@ -2,7 +2,9 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
-import { SqlRunner, Statement, type StatementWrite, epochMs, sql } from '../database/sql';
+import type { AuditEvent } from '../audit/audit-event.entity';
+import { AuditRepository } from '../audit/audit.repository';
+import { SqlRunner, Statement, epochMs, sql } from '../database/sql';
 import type { UserSortKey } from './dto/list-users-query.dto';
 import { type Gender, type Role, User } from './user.entity';
 
@@ -28,6 +30,7 @@ const SORT_COLUMNS: Record<UserSortKey, string> = {
   createdAt: 'created_at',
 };
 
+// Stay hand-written: measured hot paths (the caller's role on every admin request, a list page's total; see below).
 const ROLE_OF = sql`SELECT role FROM users WHERE id = :id`;
 const TOTAL = sql`SELECT COALESCE(SUM(total), 0) AS total FROM user_counts`;
 const TOTAL_OF_GENDER = sql`SELECT COALESCE(SUM(total), 0) AS total FROM user_counts WHERE gender = :gender`;
@@ -42,12 +45,6 @@ export interface ProfileWrite {
   passwordHash: string | null;
   updatedAt: number;
 }
-
-const SET_PROFILE = `UPDATE users SET email = :email, email_normalized = :emailNormalized, name = :name, gender = :gender, age = :age,
-  role = COALESCE(:role, role), password_hash = COALESCE(:passwordHash, password_hash), updated_at = :updatedAt WHERE id = :id`;
-const UPDATE_PROFILE = new Statement(SET_PROFILE);
-// Only while the password is still the one the caller's currentPassword was checked against.
-const UPDATE_PROFILE_IF_PASSWORD = new Statement(`${SET_PROFILE} AND password_hash = :checkedHash`);
 
 const pages = new Map<string, Statement>();
 
@@ -136,18 +133,26 @@ export class UsersRepository {
   }
 
   /**
-   * The write of a PUT's profile, for a unit of work with its audit events ({@link SqlRunner.atomic}); with
-   * `checkedHash`, it changes nothing once the password is another than that one.
+   * Writes a PUT's profile and, only if it changed the row, its audit events, in one unit of work; with
+   * `checkedHash`, nothing changes once the password is another than that one. False when nothing changed.
    */
-  static profileWriteOf(id: string, profile: ProfileWrite, checkedHash?: string): StatementWrite {
-    const params = { id, ...profile, emailNormalized: profile.email.toLowerCase() };
-    if (checkedHash === undefined) return { statement: UPDATE_PROFILE, params };
-    return { statement: UPDATE_PROFILE_IF_PASSWORD, params: { ...params, checkedHash } };
-  }
-
-  /** Runs `writes` (a profile write first, then its audit events) in one transaction; the rows each changed. */
-  atomic(writes: Parameters<SqlRunner['atomic']>[0]): Promise<number[]> {
-    return this.db.atomic(writes);
+  updateProfile(id: string, profile: ProfileWrite, checkedHash: string | undefined, events: AuditEvent[]): Promise<boolean> {
+    const { role, passwordHash, ...fields } = profile;
+    // A role or password hash left null is not written: a concurrent change to it is kept.
+    const changes: Partial<User> = { ...fields, emailNormalized: profile.email.toLowerCase() };
+    if (role !== null) changes.role = role;
+    if (passwordHash !== null) changes.passwordHash = passwordHash;
+    const write = async () =>
+      Boolean((await this.users.update(checkedHash === undefined ? { id } : { id, passwordHash: checkedHash }, changes)).affected);
+    if (events.length === 0) return write();
+    return this.transactions.withTransaction(async () => {
+      if (!(await write())) return false;
+      for (const event of events) {
+        const { statement, params } = AuditRepository.insertOf(event);
+        await this.db.run(statement, params);
+      }
+      return true;
+    });
   }
 
   /** A new user from its fields (not stored yet). */

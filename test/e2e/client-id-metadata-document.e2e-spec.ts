@@ -6,6 +6,7 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientView } from '../../src/oauth/clients/client-metadata';
+import { Client } from '../../src/oauth/entities/client.entity';
 import { Browser, NO_RATE_LIMITS, authorizePath, decodeJwt, pkcePair, redirectParams, signedIn, sleep, token } from '../support/oauth';
 import { type TestApp, type TestDatabase, bearer, createTestApp, createTestDatabase } from '../support/test-app';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
@@ -390,6 +391,40 @@ describe('client ID metadata documents (an https URL as client_id)', () => {
         details: expect.objectContaining({ via: 'client ID metadata document' }),
       }),
     ]);
+  });
+  it('follows a changed document: the row takes its new name, with one client.updated event', async () => {
+    let name = 'Desk Agent';
+    const doc = server.document((url) => metadata(url, { client_name: name }), { 'Cache-Control': 'no-store' });
+    const admin = await t.createUser({ role: 'admin' });
+    const auditToken = await t.token(admin.id, ['audit:read']);
+    const clientEvents = async () => {
+      const res = await t
+        .http()
+        .get('/admin/audit-events')
+        .query({ client_id: doc.url, order: 'asc' })
+        .set(...bearer(auditToken));
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.data as { type: string }[]).map((e) => e.type).filter((type) => type.startsWith('client.'));
+    };
+    const stored = () => t.app.get(DataSource).getRepository(Client).findOneByOrFail({ id: doc.url });
+    const allow = async () => {
+      const page = await browser.get(authorizeUrl(doc.url));
+      expect(page.status).toBe(200);
+      expect((await browser.submit(page, { decision: 'allow' })).status).toBe(303);
+    };
+
+    await allow();
+    expect((await stored()).name).toBe('Desk Agent');
+    const document = (await stored()).metadataDocument;
+    name = 'Desk Agent 2';
+    await sleep(1_100); // the no-store document's minimum time in the cache
+    await allow();
+    const changed = await stored();
+    expect(changed.name).toBe('Desk Agent 2');
+    expect(changed.metadataDocument).not.toBe(document);
+    expect(changed.redirectUris).toEqual([CALLBACK]);
+    expect(changed.grantTypes).toEqual(['authorization_code', 'refresh_token']);
+    expect(await clientEvents()).toEqual(['client.created', 'client.updated']);
   });
 });
 

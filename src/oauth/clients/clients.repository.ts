@@ -1,13 +1,17 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { IsNull, type Repository } from 'typeorm';
+import { And, IsNull, LessThan, Not, type Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner, type Write, sql } from '../../database/sql';
+import { ClientAssertionJti } from '../entities/client-assertion-jti.entity';
 import { Client } from '../entities/client.entity';
 
-/** A URL client allowed for the first time: its row. A registered client's row is never touched (ids never collide). */
+/**
+ * A URL client allowed for the first time: its row. A registered client's row is never touched (ids never collide).
+ * Hand-written: whether ON CONFLICT DO NOTHING inserted is its affected-row count, which TypeORM's InsertResult lacks on SQLite.
+ */
 const INSERT_CLIENT = sql`
   INSERT INTO clients (id, secret_hash, name, redirect_uris, scope, is_public, grant_types, refresh_grace_seconds, resources,
     post_logout_redirect_uris, registration_token_hash, token_endpoint_auth_method, jwks, jwks_uri, token_endpoint_auth_signing_alg,
@@ -15,19 +19,14 @@ const INSERT_CLIENT = sql`
   VALUES (:id, NULL, :name, :redirectUris, :scope, :isPublic, :grantTypes, 0, '', '', NULL, :authMethod, :jwks, :jwksUri, :signingAlg,
     :trusted, :now, :document)
   ON CONFLICT (id) DO NOTHING`;
-/** A URL client whose document changed: its row follows. */
-const UPDATE_CLIENT = sql`
-  UPDATE clients SET name = :name, redirect_uris = :redirectUris, scope = :scope, is_public = :isPublic, grant_types = :grantTypes,
-    token_endpoint_auth_method = :authMethod, jwks = :jwks, jwks_uri = :jwksUri, token_endpoint_auth_signing_alg = :signingAlg,
-    metadata_document = :document
-  WHERE id = :id AND metadata_document IS NOT NULL AND metadata_document <> :document`;
-
-/** A client assertion's `jti`, stored once per client until the assertion has expired: single use. */
+/**
+ * A client assertion's `jti`, stored once per client until the assertion has expired: single use. Hand-written: the
+ * one statement that says whether it was new (INSERT ... ON CONFLICT DO NOTHING RETURNING, on both databases).
+ */
 const USE_JTI = sql`
   INSERT INTO client_assertion_jtis (client_id, jti_hash, expires_at) VALUES (:clientId, :jtiHash, :expiresAt)
   ON CONFLICT (client_id, jti_hash) DO NOTHING
   RETURNING jti_hash`;
-const PRUNE_JTIS = sql`DELETE FROM client_assertion_jtis WHERE expires_at < :now`;
 
 /** A TypeORM query builder's SQL and values, in the driver's own form, as a write of the caller's unit of work. */
 function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write {
@@ -36,21 +35,21 @@ function sqlOf(builder: { getQueryAndParameters(): [string, unknown[]] }): Write
 }
 
 /** A URL client's row as its metadata document describes it (see ClientMetadataDocuments). */
-export interface DocumentClientRow {
-  id: string;
-  name: string;
-  redirectUris: string;
-  scope: string;
-  isPublic: boolean;
-  grantTypes: string;
-  authMethod: string | null;
-  jwks: string | null;
-  jwksUri: string | null;
-  signingAlg: string | null;
-  trusted: boolean;
-  now: number;
-  document: string;
-}
+export type DocumentClientRow = Pick<
+  Client,
+  | 'id'
+  | 'name'
+  | 'redirectUris'
+  | 'scope'
+  | 'isPublic'
+  | 'grantTypes'
+  | 'tokenEndpointAuthMethod'
+  | 'jwks'
+  | 'jwksUri'
+  | 'tokenEndpointAuthSigningAlg'
+  | 'trusted'
+  | 'createdAt'
+> & { metadataDocument: string };
 
 /** The clients' (and their assertion ids') one way to their tables. */
 @Injectable()
@@ -60,9 +59,19 @@ export class ClientsRepository {
     private readonly db: SqlRunner,
   ) {}
 
-  /** The table, in the current unit of work when there is one. */
+  /** The tables, in the current unit of work when there is one. */
   private get clients(): Repository<Client> {
     return this.transactions.tx.getRepository(Client);
+  }
+
+  private get jtis(): Repository<ClientAssertionJti> {
+    return this.transactions.tx.getRepository(ClientAssertionJti);
+  }
+
+  /** An event's insert, in the current unit of work. */
+  private async audit(event: AuditEvent): Promise<void> {
+    const { statement, params } = AuditRepository.insertOf(event);
+    await this.db.run(statement, params);
   }
 
   findById(id: string): Promise<Client | null> {
@@ -108,14 +117,16 @@ export class ClientsRepository {
    * A URL client's row: inserted with `created` when there is none, updated with `updated` when its document
    * changed; says which happened.
    */
-  async mirrorDocument(row: DocumentClientRow, created: AuditEvent, updated: AuditEvent): Promise<{ inserted: boolean; changed: boolean }> {
-    const [inserted, , changed] = await this.db.atomic([
-      { statement: INSERT_CLIENT, params: { ...row } },
-      AuditRepository.insertOf(created, { onlyIfChanged: true }),
-      { statement: UPDATE_CLIENT, params: { ...row } },
-      AuditRepository.insertOf(updated, { onlyIfChanged: true }),
-    ]);
-    return { inserted: inserted > 0, changed: changed > 0 };
+  mirrorDocument(row: DocumentClientRow, created: AuditEvent, updated: AuditEvent): Promise<{ inserted: boolean; changed: boolean }> {
+    return this.transactions.withTransaction(async () => {
+      const inserted = (await this.db.run(INSERT_CLIENT, insertParams(row))).affected > 0;
+      if (inserted) await this.audit(created);
+      // Only a URL client's row, and only when its document is another than the one stored.
+      const mirrored = { id: row.id, metadataDocument: And(Not(IsNull()), Not(row.metadataDocument)) };
+      const changed = Boolean((await this.clients.update(mirrored, followed(row))).affected);
+      if (changed) await this.audit(updated);
+      return { inserted, changed };
+    });
   }
 
   /** Stores an assertion's `jti` for the client; false when it was stored already (a replay). */
@@ -125,6 +136,43 @@ export class ClientsRepository {
 
   /** Deletes the `jti`s of assertions expired before `now`; returns how many. */
   async deleteExpiredJtis(now: number): Promise<number> {
-    return (await this.db.run(PRUNE_JTIS, { now })).affected;
+    return (await this.jtis.delete({ expiresAt: LessThan(now) })).affected ?? 0;
   }
+}
+
+/** The columns a changed document rewrites (not the id, creation time or trust). */
+function followed(row: DocumentClientRow): Partial<Client> {
+  const { name, redirectUris, scope, isPublic, grantTypes, tokenEndpointAuthMethod, jwks, jwksUri, tokenEndpointAuthSigningAlg } = row;
+  const document = row.metadataDocument;
+  return {
+    name,
+    redirectUris,
+    scope,
+    isPublic,
+    grantTypes,
+    tokenEndpointAuthMethod,
+    jwks,
+    jwksUri,
+    tokenEndpointAuthSigningAlg,
+    metadataDocument: document,
+  };
+}
+
+/** {@link INSERT_CLIENT}'s parameters: the row's columns as the entity's transformers write them. */
+function insertParams(row: DocumentClientRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    name: row.name,
+    redirectUris: JSON.stringify(row.redirectUris),
+    scope: row.scope,
+    isPublic: row.isPublic,
+    grantTypes: row.grantTypes.join(' '),
+    authMethod: row.tokenEndpointAuthMethod,
+    jwks: row.jwks ? JSON.stringify(row.jwks) : null,
+    jwksUri: row.jwksUri,
+    signingAlg: row.tokenEndpointAuthSigningAlg,
+    trusted: row.trusted,
+    now: row.createdAt,
+    document: row.metadataDocument,
+  };
 }

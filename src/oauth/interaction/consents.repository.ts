@@ -1,28 +1,21 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
+import type { Repository } from 'typeorm';
 import type { AuditEvent } from '../../audit/audit-event.entity';
 import { AuditRepository } from '../../audit/audit.repository';
-import { SqlRunner, type StatementWrite, epochMs, sql } from '../../database/sql';
+import { SqlRunner, type StatementWrite, sql } from '../../database/sql';
+import { Client } from '../entities/client.entity';
+import { Consent } from '../entities/consent.entity';
 
+// Read on every authorization of a client the person consented to (a hot path test/e2e/statement-count counts).
 const FIND_CONSENT = sql`SELECT scope FROM consents WHERE user_id = :userId AND client_id = :clientId`;
+// Hand-written: whether ON CONFLICT DO NOTHING inserted is its affected-row count, which TypeORM's InsertResult lacks on SQLite.
 const INSERT_CONSENT = sql`
   INSERT INTO consents (user_id, client_id, scope, updated_at) VALUES (:userId, :clientId, :scope, :now)
   ON CONFLICT (user_id, client_id) DO NOTHING`;
-/** Grows the consent only if it is still what was read: the affected-row count says whether another request came between. */
-const GROW_CONSENT = sql`
-  UPDATE consents SET scope = :scope, updated_at = :now WHERE user_id = :userId AND client_id = :clientId AND scope = :previous`;
-
-const CONSENTS = sql`
-  SELECT co.client_id, c.name, co.scope, co.updated_at
-  FROM consents co JOIN clients c ON c.id = co.client_id
-  WHERE co.user_id = :userId`;
+// A write of the grants repository's unit (GrantsRepository.writeWith takes statements).
 const DELETE_CONSENT = sql`DELETE FROM consents WHERE user_id = :userId AND client_id = :clientId`;
-
-interface ConsentRow {
-  client_id: string;
-  name: string;
-  scope: string;
-  updated_at: string | number;
-}
 
 /** A consent as the connected-apps page lists it. */
 export interface ConsentRecord {
@@ -35,7 +28,15 @@ export interface ConsentRecord {
 /** The consents' one way to their table: one row per person and client. */
 @Injectable()
 export class ConsentsRepository {
-  constructor(private readonly db: SqlRunner) {}
+  constructor(
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly db: SqlRunner,
+  ) {}
+
+  /** The table, in the current unit of work when there is one. */
+  private get consents(): Repository<Consent> {
+    return this.transactions.tx.getRepository(Consent);
+  }
 
   /** The scope the person has granted the client (space-separated), if any. */
   async scopeOf(userId: string, clientId: string): Promise<string | undefined> {
@@ -46,19 +47,35 @@ export class ConsentsRepository {
    * Sets the consent to `scope` if it is still `previous` (undefined: there was none), with its event; false (and
    * no event) when another request changed it in between.
    */
-  async replace(userId: string, clientId: string, previous: string | undefined, scope: string, event: AuditEvent): Promise<boolean> {
-    const params = { userId, clientId, scope, previous: previous ?? null, now: event.at };
-    const [changed] = await this.db.atomic([
-      { statement: previous === undefined ? INSERT_CONSENT : GROW_CONSENT, params },
-      AuditRepository.insertOf(event, { onlyIfChanged: true }),
-    ]);
-    return changed > 0;
+  replace(userId: string, clientId: string, previous: string | undefined, scope: string, event: AuditEvent): Promise<boolean> {
+    return this.transactions.withTransaction(async () => {
+      // One conditional statement each: the affected-row count says whether another request came between.
+      const changed =
+        previous === undefined
+          ? (await this.db.run(INSERT_CONSENT, { userId, clientId, scope, now: event.at })).affected
+          : ((await this.consents.update({ userId, clientId, scope: previous }, { scope, updatedAt: event.at })).affected ?? 0);
+      if (!changed) return false;
+      const { statement, params } = AuditRepository.insertOf(event);
+      await this.db.run(statement, params);
+      return true;
+    });
   }
 
   /** A person's consents, with their clients' names. */
   async allOf(userId: string): Promise<ConsentRecord[]> {
-    const { rows } = await this.db.run<ConsentRow>(CONSENTS, { userId });
-    return rows.map((row) => ({ clientId: row.client_id, clientName: row.name, scope: row.scope, updatedAt: epochMs(row.updated_at) }));
+    const { entities, raw } = await this.consents
+      .createQueryBuilder('co')
+      .innerJoin(Client, 'c', 'c.id = co.client_id')
+      .addSelect('c.name', 'client_name')
+      .where('co.user_id = :userId', { userId })
+      .getRawAndEntities<{ client_name: string }>();
+    // One row per consent (its key is the pair), so the entities come in the rows' order.
+    return entities.map((consent, i) => ({
+      clientId: consent.clientId,
+      clientName: raw[i].client_name,
+      scope: consent.scope,
+      updatedAt: consent.updatedAt,
+    }));
   }
 
   /** A consent's deletion, as a write of the caller's unit of work. */

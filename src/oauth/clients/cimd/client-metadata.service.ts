@@ -84,17 +84,17 @@ export class ClientMetadataDocuments {
     const params = {
       id: client.id,
       name: client.name,
-      redirectUris: JSON.stringify(client.redirectUris),
+      redirectUris: client.redirectUris,
       scope: client.scope,
       isPublic: client.isPublic,
-      grantTypes: client.grantTypes.join(' '),
-      authMethod: client.tokenEndpointAuthMethod,
-      jwks: client.jwks ? JSON.stringify(client.jwks) : null,
+      grantTypes: client.grantTypes,
+      tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+      jwks: client.jwks,
       jwksUri: client.jwksUri,
-      signingAlg: client.tokenEndpointAuthSigningAlg,
+      tokenEndpointAuthSigningAlg: client.tokenEndpointAuthSigningAlg,
       trusted: false,
-      now,
-      document,
+      createdAt: now,
+      metadataDocument: document,
     };
     const details = { via: 'client ID metadata document', host: new URL(client.id).host };
     const created = AuditService.event({ type: 'client.created', actor: 'system', clientId: client.id, details }, context, now);
