@@ -3,6 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import { IsNull, MoreThan, type Repository } from 'typeorm';
 import { PasswordReset } from './password-reset.entity';
+import { deleteBatchBefore } from '../database/prune-batch';
 
 /** The password resets' one way to their table. */
 @Injectable()
@@ -36,8 +37,6 @@ export class PasswordResetsRepository {
 
   /** Deletes up to `batch` resets expired before `cutoff` (one statement, as the retention job's other deletes). */
   async deleteExpired(cutoff: number, batch: number): Promise<number> {
-    const expired = this.rows.createQueryBuilder('r').select('r.token_hash').where('r.expires_at < :cutoff').limit(batch);
-    const deleted = await this.rows.createQueryBuilder().delete().where(`token_hash IN (${expired.getQuery()})`, { cutoff }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.rows, 'token_hash', 'expires_at', cutoff, batch);
   }
 }

@@ -5,6 +5,7 @@ import type { Repository } from 'typeorm';
 import { SqlRunner, Statement, type StatementWrite } from '../database/sql';
 import { AuditEvent } from './audit-event.entity';
 import type { AuditEventsQueryDto } from './dto/audit-events-query.dto';
+import { deleteBatchBefore } from '../database/prune-batch';
 
 /**
  * An `audit_events` row as part of another module's statement on PostgreSQL (a data-modifying CTE, so that a change
@@ -91,8 +92,6 @@ export class AuditRepository {
    * statement planned at each run (the time moves); returns how many.
    */
   async deleteBefore(before: number, batch: number): Promise<number> {
-    const older = this.events.createQueryBuilder('e').select('e.seq').where('e.at < :before').limit(batch);
-    const deleted = await this.events.createQueryBuilder().delete().where(`seq IN (${older.getQuery()})`, { before }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.events, 'seq', 'at', before, batch);
   }
 }

@@ -1,24 +1,4 @@
 import type { DataSource } from 'typeorm';
-import { type SqlRunner, Statement, type StatementWrite } from './sql';
-
-/**
- * Read, decide, write, with no other instance doing the same in between: `decide` sees what `read` returns at
- * that moment and returns the writes to make (and a result), all in one unit of work under the lock `lockKey`
- * ({@link SqlRunner.locked}). `read` is a statement, or a statement with its parameters.
- */
-export function lockedReadWrite<Row, T>(
-  db: SqlRunner,
-  lockKey: string,
-  read: Statement | Omit<StatementWrite, 'onlyIfChanged'>,
-  decide: (rows: Row[]) => { writes: StatementWrite[]; result: T },
-): Promise<T> {
-  const { statement, params } = read instanceof Statement ? { statement: read, params: {} } : read;
-  return db.locked(lockKey, async () => {
-    const { writes, result } = decide((await db.run<Row>(statement, params)).rows);
-    for (const write of writes) await db.run(write.statement, write.params);
-    return result;
-  });
-}
 
 /**
  * Runs `work` unless another instance is running it: on PostgreSQL under the session-scoped advisory lock `lockKey`

@@ -7,6 +7,7 @@ import { factorsLockKey } from './factors-lock';
 import { Passkey } from './passkey.entity';
 import { TotpFactor } from './totp-factor.entity';
 import { WebauthnChallenge } from './webauthn-challenge.entity';
+import { deleteBatchBefore } from '../database/prune-batch';
 
 /** What a WebAuthn challenge was handed out for. */
 export type ChallengePurpose = 'register' | 'sign-in' | 'second-factor';
@@ -147,8 +148,6 @@ export class PasskeysRepository {
 
   /** Up to `batch` challenges that expired before `cutoff`; how many (one statement, as the retention job's other deletes). */
   async deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
-    const expired = this.challenges.createQueryBuilder('w').select('w.id').where('w.expires_at < :cutoff').limit(batch);
-    const deleted = await this.challenges.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.challenges, 'id', 'expires_at', cutoff, batch);
   }
 }

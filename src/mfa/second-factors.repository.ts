@@ -8,6 +8,7 @@ import { LoginChallenge } from './login-challenge.entity';
 import { Passkey } from './passkey.entity';
 import { RecoveryCode } from './recovery-code.entity';
 import { TotpFactor } from './totp-factor.entity';
+import { deleteBatchBefore } from '../database/prune-batch';
 
 /** A person's TOTP authenticator as stored: the secret (sealed when a key-encryption key is set). */
 export interface TotpFactorRow {
@@ -233,8 +234,6 @@ export class SecondFactorsRepository {
 
   /** Up to `batch` sign-ins that expired before `cutoff` waiting for a code; how many (one statement, as the retention job's other deletes). */
   async deleteExpiredChallenges(cutoff: number, batch: number): Promise<number> {
-    const expired = this.challenges.createQueryBuilder('l').select('l.id').where('l.expires_at < :cutoff').limit(batch);
-    const deleted = await this.challenges.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.challenges, 'id', 'expires_at', cutoff, batch);
   }
 }

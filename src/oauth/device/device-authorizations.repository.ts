@@ -7,6 +7,7 @@ import { AuditRepository } from '../../audit/audit.repository';
 import { SqlRunner } from '../../database/sql';
 import { DeviceAuthorization } from '../entities/device-authorization.entity';
 import { Grant } from '../entities/grant.entity';
+import { deleteBatchBefore } from '../../database/prune-batch';
 
 export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'used';
 
@@ -156,8 +157,6 @@ export class DeviceAuthorizationsRepository {
 
   /** Deletes up to `batch` requests expired before `cutoff` (one statement, as the retention job's other deletes). */
   async deleteExpired(cutoff: number, batch: number): Promise<number> {
-    const expired = this.rows.createQueryBuilder('d').select('d.id').where('d.expires_at < :cutoff').limit(batch);
-    const deleted = await this.rows.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.rows, 'id', 'expires_at', cutoff, batch);
   }
 }

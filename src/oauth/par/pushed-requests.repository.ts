@@ -3,6 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import { IsNull, MoreThan, type Repository } from 'typeorm';
 import { PushedRequest } from '../entities/pushed-request.entity';
+import { deleteBatchBefore } from '../../database/prune-batch';
 
 /** The pushed authorization requests' one way to their table. */
 @Injectable()
@@ -39,8 +40,6 @@ export class PushedRequestsRepository {
 
   /** Deletes up to `batch` requests expired before `cutoff` (one statement, as the retention job's other deletes). */
   async deleteExpired(cutoff: number, batch: number): Promise<number> {
-    const expired = this.rows.createQueryBuilder('p').select('p.id').where('p.expires_at < :cutoff').limit(batch);
-    const deleted = await this.rows.createQueryBuilder().delete().where(`id IN (${expired.getQuery()})`, { cutoff }).execute();
-    return deleted.affected ?? 0;
+    return deleteBatchBefore(this.rows, 'id', 'expires_at', cutoff, batch);
   }
 }
