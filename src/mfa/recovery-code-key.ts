@@ -3,7 +3,7 @@ import { OnEvent } from '@nestjs/event-emitter';
 import { randomBytes } from 'node:crypto';
 import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
-import { FactorSealing } from './factor-sealing';
+import { SecretSealing } from '../keys/secret-sealing';
 import { MfaKeysRepository } from './mfa-keys.repository';
 import { keyedRecoveryCodeHash, unkeyedRecoveryCodeHash } from './recovery-codes';
 
@@ -18,14 +18,14 @@ const AAD = `mfa-key:${NAME}`;
  */
 @Injectable()
 export class RecoveryCodeKey implements OnApplicationBootstrap {
-  private readonly sealing: FactorSealing;
+  private readonly sealing: SecretSealing;
   private key: Promise<Buffer> | undefined;
 
   constructor(
     private readonly keys: MfaKeysRepository,
     config: KeysConfig,
   ) {
-    this.sealing = new FactorSealing(config);
+    this.sealing = new SecretSealing(config);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -7,7 +7,7 @@ import { hashSecret, randomSecret } from '../crypto/secrets';
 import { KEYS_REENCRYPTING, type ResealedSecrets } from '../keys/key-events';
 import { KeysConfig } from '../keys/keys.config';
 import type { Role } from '../users/user.entity';
-import { FactorSealing } from './factor-sealing';
+import { SecretSealing } from '../keys/secret-sealing';
 import { MfaConfig } from './mfa.config';
 import { RecoveryCodeKey } from './recovery-code-key';
 import { newRecoveryCodes, normalizedRecoveryCode, unkeyedRecoveryCodeHash } from './recovery-codes';
@@ -57,7 +57,7 @@ export interface TotpEnrolment {
  */
 @Injectable()
 export class SecondFactorsService {
-  private readonly sealing: FactorSealing;
+  private readonly sealing: SecretSealing;
 
   constructor(
     private readonly factors: SecondFactorsRepository,
@@ -66,7 +66,7 @@ export class SecondFactorsService {
     private readonly recoveryKey: RecoveryCodeKey,
     keys: KeysConfig,
   ) {
-    this.sealing = new FactorSealing(keys);
+    this.sealing = new SecretSealing(keys);
   }
 
   /** Whether people of this role must set up a second factor before they sign in (MFA_REQUIRED_ROLES). */

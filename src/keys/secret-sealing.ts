@@ -1,11 +1,12 @@
-import { KeyEncryption, KeyEncryptionError } from '../keys/key-encryption';
-import type { KeysConfig } from '../keys/keys.config';
+import { KeyEncryption, KeyEncryptionError } from './key-encryption';
+import type { KeysConfig } from './keys.config';
 
 /**
- * The second factors' secrets at rest: sealed under KEY_ENCRYPTION_KEY as the signing keys are (stored as is
- * without one); during a KEK change, secrets sealed under OLD_KEY_ENCRYPTION_KEY still open.
+ * Secrets at rest that the service must read back (second factors' seeds, connections' client secrets): sealed
+ * under KEY_ENCRYPTION_KEY as the signing keys are (stored as is without one); during a KEK change, secrets sealed
+ * under OLD_KEY_ENCRYPTION_KEY still open.
  */
-export class FactorSealing {
+export class SecretSealing {
   private readonly sealing: KeyEncryption;
   private readonly oldSealing: KeyEncryption | undefined;
 
