@@ -3,6 +3,7 @@ import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AccountRecoveryModule } from './account-recovery/account-recovery.module';
 import { AuditModule } from './audit/audit.module';
+import { ConnectionsModule } from './connections/connections.module';
 import { AuthModule } from './auth/auth.module';
 import { CommonModule } from './common/common.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
@@ -39,6 +40,7 @@ import { RetentionModule } from './retention/retention.module';
     ...FEATURE_MODULES,
     OAuthModule,
     AccountRecoveryModule,
+    ConnectionsModule,
     RetentionModule,
     HealthModule,
     DemoModule,

@@ -54,7 +54,8 @@ export class PasswordResetsService {
 
   async request(email: string, context: AuditContext): Promise<void> {
     const person = await this.users.credentials(email);
-    if (!person) return;
+    // Nobody, or someone a company identity provider signs in: they never get a password here.
+    if (!person || !UsersService.hasOwnPassword(person)) return;
     const token = randomSecret(32);
     const now = Date.now();
     const event = AuditService.event({ type: 'user.password_reset_sent', actor: 'anonymous', userId: person.id }, context, now);

@@ -36,6 +36,9 @@ export const AUDIT_EVENT_TYPES = [
   'user.password_reset_sent',
   'user.email_changed',
   'user.role_changed',
+  'user.provisioned',
+  'connection.created',
+  'connection.deleted',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

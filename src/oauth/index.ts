@@ -5,5 +5,8 @@
 export { ClientsService } from './clients/clients.service';
 export { OAuthPages, escapeHtml, sendHtml } from './interaction/pages';
 export { SignInSteps } from './interaction/sign-in-steps';
+export { clearCookie, readCookie, setCookie } from './interaction/cookies';
+export { safeReturnTo } from './interaction/return-to';
+export { SIGN_IN_CONNECTIONS, type SignInConnections, type SignInLink } from './interaction/sign-in-connections';
 export { OAuthConfig } from './oauth.config';
 export { OAuthModule } from './oauth.module';

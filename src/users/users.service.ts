@@ -12,7 +12,7 @@ import type { ListUsersQueryDto } from './dto/list-users-query.dto';
 import type { SetPasswordDto } from './dto/set-password.dto';
 import { UserResponseDto } from './dto/user-response.dto';
 import { UsersError } from './users.errors';
-import { User, type Role } from './user.entity';
+import { type Gender, User, type Role } from './user.entity';
 import { PasswordHasher } from './password-hasher';
 import { USER_DELETING, USER_PASSWORD_RESET, UserDeletingEvent, UserPasswordResetEvent } from './user-events';
 import { UsersRepository } from './users.repository';
@@ -21,6 +21,9 @@ export interface Actor {
   id: string;
   role: Role;
 }
+
+/** The stored password of a person who has none here (a connection's): not an argon2id hash, so nothing matches it. */
+const NO_PASSWORD = '!federated';
 
 export interface UserCredentials {
   id: string;
@@ -117,6 +120,34 @@ export class UsersService implements RoleDirectory {
     }
     await this.events.emitAsync(USER_PASSWORD_RESET, new UserPasswordResetEvent(found.id));
     return UserResponseDto.from(await this.mustFind(found.id));
+  }
+
+  /**
+   * A person a company identity provider vouches for, created at their first sign-in through it: no password of
+   * this service (the stored value is no argon2id hash, so no password ever matches it). In the caller's unit.
+   */
+  async provision(person: { email: string; name: string; gender: Gender; age: number }): Promise<string> {
+    const now = Date.now();
+    const id = randomUUID();
+    const user = this.users.build({
+      id,
+      email: person.email,
+      emailNormalized: person.email.toLowerCase(),
+      passwordHash: NO_PASSWORD,
+      name: person.name,
+      gender: person.gender,
+      age: person.age,
+      role: 'user',
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.users.insert(user);
+    return id;
+  }
+
+  /** Whether the person has a password of this service (not someone a connection signs in). */
+  static hasOwnPassword(credentials: UserCredentials): boolean {
+    return credentials.passwordHash !== NO_PASSWORD;
   }
 
   /** Stores a person's new password hash (argon2id, hashed by the caller), in the caller's unit; false when gone. */

@@ -154,6 +154,7 @@ describe('the retention job', () => {
       dpop_proofs: 1,
       webauthn_challenges: 1,
       password_resets: 1,
+      connection_logins: 0,
       revoked_grants: 1,
       audit_events: oldEvents,
     });
@@ -212,6 +213,7 @@ describe('the retention job', () => {
       dpop_proofs: 0,
       webauthn_challenges: 0,
       password_resets: 0,
+      connection_logins: 0,
       revoked_grants: 0,
       audit_events: 0,
     });

@@ -18,7 +18,7 @@ export const PUBLIC_PATTERNS = [
   /^\/revoke$/,
   /^\/introspect$/,
   /^\/register(\/:clientId)?$/,
-  /^\/login(\/code|\/enrol|\/step-up|\/passkey(\/options)?)?$/,
+  /^\/login(\/code|\/enrol|\/step-up|\/passkey(\/options)?|\/connections\/(callback|:connectionId))?$/,
   /^\/logout$/,
   /^\/(forgot|reset)-password$/,
   /^\/end-session(\/confirm)?$/,
@@ -93,6 +93,9 @@ export const PROTOCOL_ROUTES = [
   'POST /end-session',
   'POST /end-session/confirm',
   'GET /demo/callback',
+  // Company sign-in, this service as a client of the company's provider: the start (return_to) and the callback.
+  'GET /login/connections/:connectionId',
+  'GET /login/connections/callback',
   // RFC 7591/7592: protocol endpoints, which ignore parameters they do not know.
   'POST /register',
   'GET /register/:clientId',
@@ -116,6 +119,10 @@ export const ADMIN_ONLY = [
   'POST /admin/clients/:clientId/secret',
   'DELETE /admin/clients/:clientId',
   'GET /admin/audit-events',
+  'GET /admin/connections',
+  'GET /admin/connections/:connectionId',
+  'POST /admin/connections',
+  'DELETE /admin/connections/:connectionId',
 ];
 
 /**
@@ -151,6 +158,10 @@ export const RESOURCE_SCOPES: Record<string, string[] | 'any valid token'> = {
   'POST /admin/clients/:clientId/secret': ['clients:admin'],
   'DELETE /admin/clients/:clientId': ['clients:admin'],
   'GET /admin/audit-events': ['audit:read'],
+  'GET /admin/connections': ['connections:admin'],
+  'GET /admin/connections/:connectionId': ['connections:admin'],
+  'POST /admin/connections': ['connections:admin'],
+  'DELETE /admin/connections/:connectionId': ['connections:admin'],
   'GET /userinfo': ['openid'],
   'POST /userinfo': ['openid'],
 };

@@ -20,6 +20,8 @@ import { MAX_LOGIN_HINT_LENGTH, usableLoginHint } from '../oidc/oidc.scopes';
 import { SecondFactorsService } from '../../mfa/second-factors.service';
 import { PasskeysService } from '../../mfa/passkeys.service';
 import { SignInSteps, GENERIC_FAILURE } from './sign-in-steps';
+import { type SignInConnections, signInConnectionsOf } from './sign-in-connections';
+import { ModuleRef } from '@nestjs/core';
 
 /** The password step of a sign-in (the login form, double-submit CSRF token) and the logout form. */
 @Public()
@@ -36,7 +38,15 @@ export class LoginController {
     private readonly secondFactors: SecondFactorsService,
     private readonly passkeys: PasskeysService,
     private readonly steps: SignInSteps,
+    private readonly moduleRef: ModuleRef,
   ) {}
+
+  /** Company sign-in, when a module offers it (looked up once, after every module is ready). */
+  private get connections(): SignInConnections {
+    return (this.signInConnections ??= signInConnectionsOf(this.moduleRef));
+  }
+
+  private signInConnections: SignInConnections | undefined;
 
   @Get('login')
   @ApiQuery({ name: 'return_to', required: false, schema: { type: 'string' }, description: 'a relative path on this server' })
@@ -47,10 +57,11 @@ export class LoginController {
     description: 'OpenID Connect login_hint: prefills the email field, and nothing else',
   })
   @ApiHtml(200, 'The login form')
-  show(@Req() req: Request, @Res() res: Response): void {
+  async show(@Req() req: Request, @Res() res: Response): Promise<void> {
     const returnTo = safeReturnTo(req.query.return_to);
     const email = usableLoginHint(req.query.login_hint);
-    sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.steps.csrfFor(req, res), email }));
+    const connections = await this.connections.links(returnTo);
+    sendHtml(res, 200, this.pages.login({ returnTo, csrf: this.steps.csrfFor(req, res), email, connections }));
   }
 
   @Post('login')
@@ -91,6 +102,12 @@ export class LoginController {
       await this.hasher.verifyNothing(password.slice(0, 128));
       await this.audit.record({ type: 'login.failed', actor: 'anonymous', details: { reason: 'incomplete form' } }, auditContextOf(req));
       fail();
+      return;
+    }
+    // A domain a connection serves: its people sign in there (they have no password here).
+    const upstream = await this.connections.routeFor(email, returnTo);
+    if (upstream) {
+      res.redirect(303, upstream);
       return;
     }
     const user = await this.users.credentials(email);

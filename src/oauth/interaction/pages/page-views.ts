@@ -6,6 +6,8 @@ export interface LoginPageView {
   /** A generic failure message after wrong credentials. */
   error?: string;
   email?: string;
+  /** "Sign in with …" links to the company identity providers. */
+  connections?: { name: string; href: string }[];
 }
 
 export interface ForgotPasswordPageView {

@@ -27,6 +27,7 @@ ${hidden('return_to', opts.returnTo)}${hidden('csrf', opts.csrf)}
 <button type="submit">Sign in</button>
 </form>
 ${this.passkeyForm('sign-in', opts.csrf, 'Use a passkey', hidden('return_to', opts.returnTo))}
+${(opts.connections ?? []).map((c) => `<p class="lead"><a class="button secondary" href="${escapeHtml(c.href)}">Sign in with ${escapeHtml(c.name)}</a></p>`).join('\n')}
 <p class="lead"><a href="/forgot-password">Forgot your password?</a></p></div>${PASSKEY_SCRIPTS}`,
     );
   }

@@ -1,0 +1,91 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable } from '@nestjs/common';
+import type { IDToken } from 'openid-client';
+import type { AuditContext } from '../audit/audit-events';
+import { AuditService } from '../audit/audit.service';
+import { CONTROL_CHARACTER } from '../common/text';
+import { isUniqueViolation } from '../database/database-errors';
+import type { Gender } from '../users/user.entity';
+import { UsersService } from '../users/users.service';
+import type { Connection } from './connection.entity';
+import { ConnectionsRepository } from './connections.repository';
+
+/** Why a person a connection vouches for cannot sign in here, as the page says it. */
+export class FederatedRefusal extends Error {}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+function text(value: unknown, max: number): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= max && !CONTROL_CHARACTER.test(value) ? value : undefined;
+}
+
+/** OpenID Connect's `gender` claim as this service keeps it. */
+function genderOf(claim: unknown): Gender {
+  return claim === 'female' || claim === 'male' ? claim : 'other';
+}
+
+/** Whole years since OpenID Connect's `birthdate` (YYYY-MM-DD), 0 when unknown. */
+function ageOf(claim: unknown, now: Date): number {
+  const match = typeof claim === 'string' ? /^(\d{4})-(\d{2})-(\d{2})$/.exec(claim) : null;
+  if (!match) return 0;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const age =
+    now.getUTCFullYear() - year - (now.getUTCMonth() + 1 < month || (now.getUTCMonth() + 1 === month && now.getUTCDate() < day) ? 1 : 0);
+  return age >= 0 && age <= 150 ? age : 0;
+}
+
+/**
+ * The people connections vouch for: found by connection and upstream subject, or created at their first sign-in
+ * (just in time). Never linked silently to a local account by e-mail: an address that already has an account here
+ * is refused (whoever registered that address upstream would otherwise take the account over).
+ */
+@Injectable()
+export class FederatedPeople {
+  constructor(
+    private readonly connections: ConnectionsRepository,
+    private readonly users: UsersService,
+    private readonly audit: AuditService,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
+
+  /** The person the upstream's ID token names, created on first sight; throws FederatedRefusal. */
+  async personFor(connection: Connection, claims: IDToken, context: AuditContext): Promise<string> {
+    const subject = text(claims.sub, 255);
+    if (!subject) throw new FederatedRefusal('The identity provider named nobody.');
+    const known = await this.connections.personOf(connection.id, subject);
+    if (known) return known;
+    const email = text(claims.email, 254);
+    if (!email || !EMAIL.test(email) || claims.email_verified !== true) {
+      throw new FederatedRefusal('The identity provider did not vouch for an e-mail address.');
+    }
+    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    if (!connection.domains.split(' ').includes(domain)) {
+      throw new FederatedRefusal(`${connection.name} does not sign in people of ${domain} here.`);
+    }
+    if (await this.users.credentials(email)) {
+      throw new FederatedRefusal('An account with this e-mail address already exists here: sign in with it instead.');
+    }
+    const now = Date.now();
+    const name = text(claims.name, 100) ?? email.slice(0, email.indexOf('@')).slice(0, 100);
+    const created = this.transactions.withTransaction(async () => {
+      const userId = await this.users.provision({
+        email,
+        name,
+        gender: genderOf(claims.gender),
+        age: ageOf(claims.birthdate, new Date(now)),
+      });
+      await this.connections.link(connection.id, subject, userId, now);
+      const details = { connection: connection.id };
+      await this.audit.write(AuditService.event({ type: 'user.provisioned', actor: 'system', userId, details }, context, now));
+      return userId;
+    });
+    return created.catch(async (error: unknown) => {
+      // A first sign-in of the same person at the same time (another tab, another instance) created them first.
+      if (!isUniqueViolation(error)) throw error;
+      const linked = await this.connections.personOf(connection.id, subject);
+      if (!linked) throw new FederatedRefusal('An account with this e-mail address already exists here: sign in with it instead.');
+      return linked;
+    });
+  }
+}
