@@ -4,7 +4,7 @@ import { IsOptional, IsString } from 'class-validator';
 import type { Request, Response } from 'express';
 import { auditContextOf } from '../audit/audit-events';
 import { Public } from '../auth/auth.decorators';
-import { ApiHtml, ApiPageForm, ApiProblems } from '../common/openapi';
+import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems } from '../common/openapi';
 import { CONTROL_CHARACTER } from '../common/text';
 import { NoQueryParams } from '../common/validation';
 import { OAuthPages, SignInSteps, sendHtml } from '../oauth';
@@ -51,7 +51,7 @@ export class PasswordResetController {
   @Post('forgot-password')
   @ApiPageForm({ email: { type: 'string' }, csrf: { type: 'string' } }, ['email', 'csrf'])
   @ApiHtml(200, 'The same answer whether or not the address has an account')
-  @ApiHtml(400, 'Not an e-mail address: the form again')
+  @ApiPageFormErrors('Not an e-mail address: the form again')
   @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
   @ApiHtml(503, 'Mail is not configured')
   @ApiProblems(429)
@@ -70,7 +70,7 @@ export class PasswordResetController {
 
   @Get('reset-password')
   @ApiHtml(200, 'The form for a new password')
-  @ApiHtml(400, 'A link that is unknown, used or expired')
+  @ApiPageFormErrors('A link that is unknown, used or expired (problem+json: a query parameter that is not token)')
   async show(@Req() req: Request, @Res() res: Response, @Query() query: ResetLinkQueryDto): Promise<void> {
     const token = query.token ?? '';
     if (!(await this.resets.isLive(token))) return this.deadLink(res);
@@ -84,7 +84,7 @@ export class PasswordResetController {
     'csrf',
   ])
   @ApiHtml(200, 'The password is set; every session and grant of the person has ended')
-  @ApiHtml(400, 'A password of the wrong length (the form again), or a link that is unknown, used or expired')
+  @ApiPageFormErrors('A password of the wrong length (the form again), or a link that is unknown, used or expired')
   @ApiHtml(403, 'No CSRF cookie, or a token that does not match it')
   @ApiProblems(429)
   @RateLimit('login')

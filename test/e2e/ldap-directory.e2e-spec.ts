@@ -173,7 +173,7 @@ describe('the seeded directory, read with ldapts', () => {
 describe('a directory that hangs', () => {
   it('a client with a 1 s timeout fails with a timeout instead of waiting, and binds again once it answers', async () => {
     const alice = slapd.person('alice');
-    slapd.pause();
+    await slapd.pause();
     const started = Date.now();
     const error = await client({ timeout: 1000 })
       .bind(alice.dn, alice.password)

@@ -19,6 +19,7 @@ import {
   token,
 } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { ConnectionsScope } from '../../src/connections/connections.scopes';
 
 /**
  * Least privilege: a scope bound to a role (`clients:admin`, `audit:read` to `admin`) never reaches the token of a
@@ -27,15 +28,16 @@ import { type TestApp, createTestApp } from '../support/test-app';
  */
 describe('scopes bound to a role', () => {
   let t: TestApp;
-  const adminScopes: string[] = [ClientsScope.admin, AuditScope.read];
+  const adminScopes: string[] = [ClientsScope.admin, AuditScope.read, ConnectionsScope.admin];
 
   beforeAll(async () => {
     t = await createTestApp({ ...NO_RATE_LIMITS, REGISTRATION: 'open' });
   });
   afterAll(() => t.close());
 
-  it('binds clients:admin and audit:read to admin, and leaves them out of a default client scope', async () => {
+  it('binds clients:admin, audit:read and connections:admin to admin, and leaves them out of a default client scope', async () => {
     expect(scopeRole(ClientsScope.admin)).toBe('admin');
+    expect(scopeRole(ConnectionsScope.admin)).toBe('admin');
     expect(scopeRole(AuditScope.read)).toBe('admin');
     expect(defaultClientScope().split(' ').sort()).toEqual(
       allScopes()

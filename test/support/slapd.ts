@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -233,8 +233,14 @@ export class Slapd {
   }
 
   /** The directory hangs: slapd stops (SIGSTOP); the kernel still accepts connections, nothing answers. */
-  pause(): void {
+  /** Stops the server's every thread (SIGSTOP), and returns once the kernel shows them all stopped. */
+  async pause(): Promise<void> {
+    const pid = this.child?.pid;
     this.child?.kill('SIGSTOP');
+    if (pid === undefined) return;
+    const stopped = () =>
+      readdirSync(`/proc/${pid}/task`).every((task) => /^\d+ \(.*\) [Tt] /.test(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8')));
+    while (!stopped()) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   resume(): void {
