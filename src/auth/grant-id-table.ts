@@ -12,6 +12,16 @@ export function isUuid(id: string): boolean {
   return UUID.test(id);
 }
 
+/** Whether `text` holds a UUID (lower-case, as {@link isUuid}) at `from`, without cutting it out. */
+export function isUuidAt(text: string, from: number): boolean {
+  if (from + 36 > text.length) return false;
+  for (let i = 0; i < 36; i++) {
+    const c = text.charCodeAt(from + i);
+    if (i === 8 || i === 13 || i === 18 || i === 23 ? c !== 45 : !((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  return true;
+}
+
 /** One open-addressing table: a key of two words and a time (0: an empty slot) per slot. */
 class Slots {
   readonly keys: Uint32Array;
@@ -86,7 +96,12 @@ export class GrantIdTable {
 
   /** Adds `id` (a UUID) until `untilSeconds`; an entry already there keeps the later time. */
   set(id: string, untilSeconds: number, nowSeconds: number): void {
-    const words = wordsOf(id);
+    this.setAt(id, 0, untilSeconds, nowSeconds);
+  }
+
+  /** {@link set} for the UUID at `from` in `text` (a page of the list read as one string: nothing cut out per entry). */
+  setAt(text: string, from: number, untilSeconds: number, nowSeconds: number): void {
+    const words = wordsOf(text, from);
     const known = this.current.find(words, 0);
     if (known >= 0) {
       this.current.until[known] = Math.max(this.current.until[known], untilSeconds);
@@ -139,17 +154,17 @@ export class GrantIdTable {
 const scratch = new Uint32Array(WORDS);
 
 /**
- * The UUID's 64-bit fingerprint, as two 32-bit words (in a scratch array: copied by whoever keeps them): its first
- * half XOR its second. A grant id's second half is random (UUID v7: 62 random bits; v4: 61), so another id has the
- * same fingerprint as one of a million revoked ones with a chance of about 1 in 4 * 10^12: such a token would be
- * refused (never one let in).
+ * The 64-bit fingerprint of the UUID at `from`, as two 32-bit words (in a scratch array: copied by whoever keeps
+ * them): its first half XOR its second. A grant id's second half is random (UUID v7: 62 random bits; v4: 61), so
+ * another id has the same fingerprint as one of a million revoked ones with a chance of about 1 in 4 * 10^12: such a
+ * token would be refused (never one let in).
  */
-function wordsOf(id: string): Uint32Array {
+function wordsOf(id: string, from = 0): Uint32Array {
   scratch[0] = 0;
   scratch[1] = 0;
   let word = 0;
   let digits = 0;
-  for (let i = 0; i < id.length; i++) {
+  for (let i = from; i < from + 36; i++) {
     const c = id.charCodeAt(i);
     if (c === 45) continue; // '-'
     word = ((word << 4) | (c <= 57 ? c - 48 : c - 87)) >>> 0;
