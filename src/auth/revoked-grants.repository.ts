@@ -9,11 +9,31 @@ export interface RevokedEntry {
   expiresAt: number;
 }
 
-interface RevokedRow {
-  grant_id: string;
-  revoked_at: string | number;
-  expires_at: string | number;
-  change_seq: string | number;
+/**
+ * A page of the list, read as one row: the grant ids as one string (a UUID and its expiry in epoch ms a line, in no
+ * particular order), the other entries (a whole client's or person's) one by one, and where the read stands.
+ */
+export interface RevokedPage {
+  /** Where the next sync may resume so that it misses nothing, as of this page's snapshot ({@link PAGE_FROM}). */
+  next: number;
+  /** Entries in the page, both kinds. */
+  count: number;
+  grants: string;
+  others: RevokedEntry[];
+  /** The page's last entry in cursor order: the next page starts after it. */
+  last: { seq: number; revokedAt: number; id: string } | undefined;
+}
+
+/** An entry that is not a grant id: id, revoked_at, expires_at. */
+type OtherRow = [string, string | number, string | number];
+
+interface PageRow {
+  next: string | number;
+  count: string | number;
+  grants: string | null;
+  /** SQLite's JSON is text; PostgreSQL's driver parses it (none: null). */
+  others: string | OtherRow[] | null;
+  last: string | null;
 }
 
 /**
@@ -31,27 +51,51 @@ const UPSERT_REVOKED_GRANT = new Statement({
     VALUES (:grantId, :now, :expiresAt, MAX((SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants), :nowMicros))
     ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at, expires_at = excluded.expires_at, change_seq = excluded.change_seq`,
 });
+/** A grant id as the page sends it in `grants`: a UUID's shape, 36 bytes (so 36 characters in JavaScript), no `:`. */
+const GRANT_ID = `grant_id LIKE '________-____-____-____-____________' AND octet_length(grant_id) = 36 AND grant_id NOT LIKE '%:%'`;
 /**
- * The live entries written at or after a cursor, in `change_seq`, `revoked_at`, `grant_id` order (the rows of one
- * large write then come in about the order they were stored in, not scattered by their random ids), a page at a time.
+ * The live entries after a point in cursor order (`change_seq`, `revoked_at`, `grant_id`: the rows of one large write
+ * come in about the order they were stored in, not scattered by their random ids), up to `:limit` of them, as one
+ * row: a million rows as a thousand objects of the driver, not a million. With the page, in the same statement (the
+ * same snapshot), where the next sync may resume so that it misses nothing. PostgreSQL: the oldest transaction still
+ * running (each write is numbered with its transaction's id, and every older one has ended, so no entry below it can
+ * appear any more). SQLite: one past the highest (writes take turns, each committing before the next takes its
+ * number).
  */
-const PAGE_FROM = new Statement(
-  `SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants
-   WHERE (change_seq, revoked_at, grant_id) > (:seq, :afterAt, :afterId) AND expires_at > :now
-   ORDER BY change_seq, revoked_at, grant_id LIMIT :limit`,
-);
-/**
- * Where the next read may start so that it misses nothing. PostgreSQL: the oldest transaction still running (every
- * older one has ended, so no entry below it can appear any more). SQLite: one past the highest written (writes take
- * turns, each committing before the next takes its number).
- */
-const NEXT_CURSOR = new Statement({
-  postgres: `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS next`,
-  sqlite: `SELECT COALESCE(MAX(change_seq), 0) + 1 AS next FROM revoked_grants`,
+const PAGE_FROM = new Statement({
+  postgres: `
+    WITH page AS (
+      SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants
+      WHERE (change_seq, revoked_at, grant_id) > (:seq, :afterAt, :afterId) AND expires_at > :now
+      ORDER BY change_seq, revoked_at, grant_id LIMIT :limit)
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS next, count(*) AS count,
+      string_agg(grant_id || expires_at, chr(10)) FILTER (WHERE ${GRANT_ID}) AS grants,
+      json_agg(json_build_array(grant_id, revoked_at, expires_at)) FILTER (WHERE NOT (${GRANT_ID})) AS others,
+      (SELECT change_seq || ' ' || revoked_at || ' ' || grant_id FROM page
+       ORDER BY change_seq DESC, revoked_at DESC, grant_id DESC LIMIT 1) AS last
+    FROM page`,
+  sqlite: `
+    WITH page AS (
+      SELECT grant_id, revoked_at, expires_at, change_seq FROM revoked_grants
+      WHERE (change_seq, revoked_at, grant_id) > (:seq, :afterAt, :afterId) AND expires_at > :now
+      ORDER BY change_seq, revoked_at, grant_id LIMIT :limit)
+    SELECT (SELECT COALESCE(MAX(change_seq), 0) + 1 FROM revoked_grants) AS next, count(*) AS count,
+      group_concat(grant_id || expires_at, char(10)) FILTER (WHERE ${GRANT_ID}) AS grants,
+      json_group_array(json_array(grant_id, revoked_at, expires_at)) FILTER (WHERE NOT (${GRANT_ID})) AS others,
+      (SELECT change_seq || ' ' || revoked_at || ' ' || grant_id FROM page
+       ORDER BY change_seq DESC, revoked_at DESC, grant_id DESC LIMIT 1) AS last
+    FROM page`,
 });
 
 /** Up to `:batch` entries past the life of every token they cover (planned at each run with its cutoff). */
 const DELETE_EXPIRED = expiredRowsDeletion('revoked_grants', 'grant_id');
+
+/** The last entry's `change_seq revoked_at grant_id` (the id last: it may hold spaces). */
+function lastOf(text: string): { seq: number; revokedAt: number; id: string } {
+  const first = text.indexOf(' ');
+  const second = text.indexOf(' ', first + 1);
+  return { seq: Number(text.slice(0, first)), revokedAt: Number(text.slice(first + 1, second)), id: text.slice(second + 1) };
+}
 
 /** The time in microseconds (SQLite's floor for a write's number). */
 function nowMicros(): number {
@@ -73,24 +117,18 @@ export class RevokedGrantsRepository {
     await this.db.atomic(ids.map((id) => RevokedGrantsRepository.upsertOf(id, revokedAt, expiresAt)));
   }
 
-  /** Where a read that starts now may next resume ({@link NEXT_CURSOR}); take it before the read. */
-  async cursor(): Promise<number> {
-    return Number((await this.db.one<{ next: string | number }>(NEXT_CURSOR, {}))!.next);
-  }
-
-  /** Up to `limit` entries live at `now` after the point (`seq`, `afterAt`, `afterId`), in cursor order. */
-  async pageFrom(
-    after: { seq: number; revokedAt: number; id: string },
-    now: number,
-    limit: number,
-  ): Promise<(RevokedEntry & { seq: number })[]> {
-    const { rows } = await this.db.run<RevokedRow>(PAGE_FROM, { now, seq: after.seq, afterAt: after.revokedAt, afterId: after.id, limit });
-    return rows.map((row) => ({
-      id: row.grant_id,
-      revokedAt: epochMs(row.revoked_at),
-      expiresAt: epochMs(row.expires_at),
-      seq: Number(row.change_seq),
-    }));
+  /** Up to `limit` entries live at `now` after the point (`seq`, `revokedAt`, `id`), in cursor order, as one page. */
+  async pageFrom(after: { seq: number; revokedAt: number; id: string }, now: number, limit: number): Promise<RevokedPage> {
+    const params = { now, seq: after.seq, afterAt: after.revokedAt, afterId: after.id, limit };
+    const row = (await this.db.one<PageRow>(PAGE_FROM, params))!;
+    const others = typeof row.others === 'string' ? (JSON.parse(row.others) as OtherRow[]) : (row.others ?? []);
+    return {
+      next: Number(row.next),
+      count: Number(row.count),
+      grants: row.grants ?? '',
+      others: others.map(([id, revokedAt, expiresAt]) => ({ id, revokedAt: epochMs(revokedAt), expiresAt: epochMs(expiresAt) })),
+      last: row.last === null ? undefined : lastOf(row.last),
+    };
   }
 
   /** Deletes up to `batch` entries that expired before `cutoff`; returns how many. */
