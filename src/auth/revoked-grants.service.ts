@@ -6,7 +6,7 @@ import type { StatementWrite } from '../database/sql';
 import { RevokedGrantsRepository, type RevokedPage } from './revoked-grants.repository';
 import { AuthConfig } from './auth.config';
 import { CLOCK_SKEW_SECONDS } from '../keys/signing-keys.service';
-import { GrantIdTable, isUuid, isUuidAt } from './grant-id-table';
+import { GrantIdTable, isUuid } from './grant-id-table';
 import type { AuthPrincipal } from './principal';
 
 /** The `gid` of a client's client-credentials tokens is this prefix and the client id. */
@@ -234,8 +234,8 @@ export class RevokedGrantsService implements OnModuleInit {
       if (end < 0) end = text.length;
       let expiresAt = 0;
       for (let i = at + 36; i < end; i++) expiresAt = expiresAt * 10 + text.charCodeAt(i) - 48;
-      // An id of a UUID's shape that is not one matches no token's grant (those are UUIDs): nothing to hold.
-      if (isUuidAt(text, at)) this.grants.setAt(text, at, Math.ceil(expiresAt / 1000), nowSeconds);
+      // An id of a UUID's shape that is not one (not added) matches no token's grant: those are UUIDs.
+      this.grants.setAt(text, at, Math.ceil(expiresAt / 1000), nowSeconds);
       at = end + 1;
       if (++rows % SLICE_ROWS === 0) await nextTurn();
     }
