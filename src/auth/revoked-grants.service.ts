@@ -205,7 +205,7 @@ export class RevokedGrantsService implements OnModuleInit {
         pending = this.pageAfter(startOf(0), now);
       }
       this.cursor = next;
-      // A mass revocation: how long it took to count here (it must within REVOCATION_SYNC_SECONDS).
+      // A mass revocation: how long it took to count here (the promise holds while it takes under half of REVOCATION_SYNC_SECONDS).
       if (read >= PAGE_ROWS) {
         this.logger.log(`read ${read} revoked-list entries in ${Date.now() - now} ms (${Math.round(waited)} ms waiting for pages)`);
       }
