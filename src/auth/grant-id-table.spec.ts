@@ -16,6 +16,20 @@ describe('GrantIdTable', () => {
     expect(table.has(uuidV7(), now)).toBe(false);
   });
 
+  it('adds the UUIDs that lie in a longer string where they are, and refuses what is not one', () => {
+    const table = new GrantIdTable();
+    const [a, b] = [uuidV7(), randomUUID()];
+    const text = `${a}1800000060000\n${b}1800000060000`;
+    expect(table.setAt(text, 0, now + 60, now)).toBe(true);
+    expect(table.setAt(text, 50, now + 60, now)).toBe(true);
+    expect([table.has(a, now), table.has(b, now)]).toEqual([true, true]);
+
+    // Upper case, a character out of place, a dash missing, cut short: not added.
+    const refused = [a.toUpperCase(), `${a.slice(0, 35)}g`, `${a.slice(0, 8)}0${a.slice(9)}`, a.slice(0, 35)];
+    expect(refused.map((id) => table.setAt(`x${id}`, 1, now + 60, now))).toEqual([false, false, false, false]);
+    expect(table.size).toBe(2);
+  });
+
   it('keeps the later time when an id is set again', () => {
     const table = new GrantIdTable();
     const id = randomUUID();

@@ -34,10 +34,25 @@ class Slots {
     }
   }
 
+  /** The slot holding the key at `words[from…]`, or the empty one where it would go. */
+  probe(words: Uint32Array, from: number): number {
+    const mask = this.count - 1;
+    const keys = this.keys;
+    for (let slot = hashOf(words, from) & mask; ; slot = (slot + 1) & mask) {
+      const at = slot * WORDS;
+      if (this.until[slot] === 0 || (keys[at] === words[from] && keys[at + 1] === words[from + 1])) return slot;
+    }
+  }
+
   insert(words: Uint32Array, from: number, untilSeconds: number): void {
     const mask = this.count - 1;
     let slot = hashOf(words, from) & mask;
     while (this.until[slot] !== 0) slot = (slot + 1) & mask;
+    this.place(slot, words, from, untilSeconds);
+  }
+
+  /** Puts the key at `words[from…]` in the empty `slot`. */
+  place(slot: number, words: Uint32Array, from: number, untilSeconds: number): void {
     const at = slot * WORDS;
     for (let i = 0; i < WORDS; i++) this.keys[at + i] = words[from + i];
     this.until[slot] = Math.max(untilSeconds, 1);
@@ -86,17 +101,31 @@ export class GrantIdTable {
 
   /** Adds `id` (a UUID) until `untilSeconds`; an entry already there keeps the later time. */
   set(id: string, untilSeconds: number, nowSeconds: number): void {
-    const words = wordsOf(id);
-    const known = this.current.find(words, 0);
-    if (known >= 0) {
-      this.current.until[known] = Math.max(this.current.until[known], untilSeconds);
+    this.setAt(id, 0, untilSeconds, nowSeconds);
+  }
+
+  /**
+   * {@link set} for the UUID at `from` in `text` (a page of the list read as one string: nothing cut out per entry),
+   * checked as it is read: false, and nothing added, when what is there is not one (lower-case, as {@link isUuid}).
+   */
+  setAt(text: string, from: number, untilSeconds: number, nowSeconds: number): boolean {
+    if (!fingerprintAt(text, from)) return false;
+    const words = scratch;
+    // One probe: the entry's slot, or the empty one where it goes.
+    let slot = this.current.probe(words, 0);
+    if (this.current.until[slot] !== 0) {
+      this.current.until[slot] = Math.max(this.current.until[slot], untilSeconds);
     } else if (this.previous && this.updated(this.previous, words, untilSeconds)) {
       // It moves over with its new time.
     } else {
-      if ((this.current.used + 1) / this.current.count > MAX_LOAD) this.grow(nowSeconds);
-      this.current.insert(words, 0, untilSeconds);
+      if ((this.current.used + 1) / this.current.count > MAX_LOAD) {
+        this.grow(nowSeconds);
+        slot = this.current.probe(words, 0);
+      }
+      this.current.place(slot, words, 0, untilSeconds);
     }
     if (this.previous) this.moveSome(MOVE_PER_SET, nowSeconds);
+    return true;
   }
 
   /** Updates the entry in the table being replaced, if it is there and not passed over yet (an expired one is). */
@@ -139,26 +168,38 @@ export class GrantIdTable {
 const scratch = new Uint32Array(WORDS);
 
 /**
- * The UUID's 64-bit fingerprint, as two 32-bit words (in a scratch array: copied by whoever keeps them): its first
- * half XOR its second. A grant id's second half is random (UUID v7: 62 random bits; v4: 61), so another id has the
- * same fingerprint as one of a million revoked ones with a chance of about 1 in 4 * 10^12: such a token would be
- * refused (never one let in).
+ * The 64-bit fingerprint of the UUID at `from`, as two 32-bit words (in a scratch array: copied by whoever keeps
+ * them): its first half XOR its second. A grant id's second half is random (UUID v7: 62 random bits; v4: 61), so
+ * another id has the same fingerprint as one of a million revoked ones with a chance of about 1 in 4 * 10^12: such a
+ * token would be refused (never one let in).
  */
 function wordsOf(id: string): Uint32Array {
+  fingerprintAt(id, 0);
+  return scratch;
+}
+
+/** Puts the fingerprint of the UUID at `from` in `text` in the scratch array; false if what is there is not one. */
+function fingerprintAt(text: string, from: number): boolean {
+  if (from + 36 > text.length) return false;
   scratch[0] = 0;
   scratch[1] = 0;
   let word = 0;
   let digits = 0;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (c === 45) continue; // '-'
-    word = ((word << 4) | (c <= 57 ? c - 48 : c - 87)) >>> 0;
+  for (let i = 0; i < 36; i++) {
+    const c = text.charCodeAt(from + i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45) return false; // '-'
+      continue;
+    }
+    if (c >= 48 && c <= 57) word = ((word << 4) | (c - 48)) >>> 0;
+    else if (c >= 97 && c <= 102) word = ((word << 4) | (c - 87)) >>> 0;
+    else return false;
     if (++digits % 8 === 0) {
       scratch[(digits / 8 - 1) % WORDS] ^= word;
       word = 0;
     }
   }
-  return scratch;
+  return true;
 }
 
 /** A 32-bit mix of the key's two words from `from` (a v7 UUID's first half is a clock, so both count). */

@@ -7,7 +7,7 @@ import { EpochMsColumn } from '../database/columns';
  */
 @Entity('revoked_grants')
 @Index('idx_revoked_grants_expires', ['expiresAt'])
-@Index('idx_revoked_grants_change_seq', ['changeSeq', 'revokedAt', 'grantId'])
+@Index('idx_revoked_grants_change_seq', ['changeSeq', 'revokedAt', 'grantId', 'expiresAt'])
 export class RevokedGrant {
   @PrimaryColumn({ type: 'varchar', length: 300 })
   grantId: string;

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RevokedGrantsRepository } from '../../src/auth/revoked-grants.repository';
-import { RevokedGrantsService } from '../../src/auth/revoked-grants.service';
+import { RevokedGrantsRepository, type RevokedPage } from '../../src/auth/revoked-grants.repository';
+import { PAGE_ROWS, RevokedGrantsService } from '../../src/auth/revoked-grants.service';
 import { type TestApp, type TestDatabase, createTestApp, createTestDatabase } from '../support/test-app';
 import { ThrowawayPostgres } from '../support/throwaway-postgres';
 
@@ -17,7 +17,7 @@ function rowsReadPerSync(t: TestApp): { sync(): Promise<number> } {
       pageFrom.mockClear();
       await service.sync();
       let rows = 0;
-      for (const result of pageFrom.mock.results) rows += (await (result.value as Promise<unknown[]>)).length;
+      for (const result of pageFrom.mock.results) rows += (await (result.value as Promise<RevokedPage>)).count;
       return rows;
     },
   };
@@ -77,6 +77,28 @@ describe.each([
     expect(await reads.sync()).toBe(0);
   });
 
+  it('reads a page at a time from where the last page ended, and says where the next sync resumes', async () => {
+    const entries = on.b.app.get(RevokedGrantsRepository);
+    const now = Date.now();
+    const start = { seq: (await entries.pageFrom({ seq: 0, revokedAt: -1, id: '' }, now, 1)).next, revokedAt: -1, id: '' };
+    const grants = [randomUUID(), randomUUID(), randomUUID()];
+    const subject = `client:${randomUUID()}`;
+    await on.a.app.get(RevokedGrantsService).revoke([...grants, subject]);
+
+    const first = await entries.pageFrom(start, now, 3);
+    const second = await entries.pageFrom(first.last!, now, 3);
+    const third = await entries.pageFrom(second.last!, now, 3);
+    expect([first.count, second.count, third.count]).toEqual([3, 1, 0]);
+    // Grant ids as lines of a UUID and its expiry (epoch ms); the other entries one by one.
+    const lines = `${first.grants}\n${second.grants}`.split('\n').filter(Boolean);
+    expect(lines.map((line) => line.slice(0, 36)).sort()).toEqual([...grants].sort());
+    expect(lines.every((line) => /^\d{13}$/.test(line.slice(36)))).toBe(true);
+    expect([...first.others, ...second.others].map((entry) => entry.id)).toEqual([subject]);
+    expect(third).toEqual({ next: third.next, count: 0, grants: '', others: [], last: undefined });
+    // Nothing written since: the next sync resumes past them all.
+    expect((await entries.pageFrom({ seq: third.next, revokedAt: -1, id: '' }, now, 3)).count).toBe(0);
+  });
+
   it('still reads a revocation written after the retention job deleted every entry (numbers are not handed out again)', async () => {
     const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
     const before = randomUUID();
@@ -119,6 +141,37 @@ describe('the revoked list on PostgreSQL: a write that commits after a later one
       expect([isRevoked(early), isRevoked(late)]).toEqual([true, true]);
     } finally {
       await slow.end();
+    }
+  });
+
+  it('is read when the writes read meanwhile took several pages', async () => {
+    const isRevoked = (id: string) => on.b.app.get(RevokedGrantsService).isRevoked(id, Math.floor(Date.now() / 1000));
+    const slow = new Client({ connectionString: on.db.url });
+    const other = new Client({ connectionString: on.db.url });
+    await Promise.all([slow.connect(), other.connect()]);
+    try {
+      const early = randomUUID();
+      await slow.query('BEGIN');
+      await slow.query(`INSERT INTO revoked_grants (grant_id, revoked_at, expires_at) VALUES ($1, $2, $3)`, [
+        early,
+        Date.now(),
+        Date.now() + 3_600_000,
+      ]);
+      // Two and a half pages committed after it began, read by another instance's sync.
+      const { rows } = await other.query<{ id: string }>(
+        `INSERT INTO revoked_grants (grant_id, revoked_at, expires_at)
+         SELECT gen_random_uuid()::text, $1::bigint, $2::bigint FROM generate_series(1, $3::int) RETURNING grant_id AS id`,
+        [Date.now(), Date.now() + 3_600_000, PAGE_ROWS * 2.5],
+      );
+      await on.b.app.get(RevokedGrantsService).sync();
+      expect(isRevoked(early)).toBe(false);
+      expect(rows.every((row) => isRevoked(row.id))).toBe(true);
+
+      await slow.query('COMMIT');
+      await on.b.app.get(RevokedGrantsService).sync();
+      expect(isRevoked(early)).toBe(true);
+    } finally {
+      await Promise.all([slow.end(), other.end()]);
     }
   });
 
