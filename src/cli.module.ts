@@ -10,6 +10,7 @@ import { MetricsModule } from './metrics/metrics.module';
 import { MfaCommandsModule } from './mfa/commands/mfa-commands.module';
 import { OAuthCommandsModule } from './oauth/clients/commands/oauth-commands.module';
 import { UsersCommandsModule } from './users/commands/users-commands.module';
+import { ConnectionsCommandsModule } from './connections/commands/connections-commands.module';
 
 /**
  * The command line (`src/cli.ts`): configuration, the database, the feature modules (so that scopes and
@@ -32,6 +33,7 @@ import { UsersCommandsModule } from './users/commands/users-commands.module';
     OAuthCommandsModule,
     KeysCommandsModule,
     MfaCommandsModule,
+    ConnectionsCommandsModule,
   ],
 })
 export class CliModule {}

@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRole } from '../../src/auth/scopes';
@@ -380,6 +383,46 @@ describe('the built service', () => {
       expect(listed.page).toEqual({ limit: 20, offset: 0, total: 1 });
       expect(listed.data[0]).toMatchObject({ client_id: JSON.parse(created.output).client_id, name: 'Listed' });
       expect(clients.output).not.toContain('secret');
+
+      // Connections: the secret read from a file, never printed; deleted by id, then not found.
+      const secretFile = join(mkdtempSync(join(tmpdir(), 'cli-')), 'secret');
+      writeFileSync(secretFile, 'corp-client-secret\n');
+      const connection = runToExit(env, [
+        CLI,
+        'connection:create',
+        '--name',
+        'Corp',
+        '--issuer',
+        'https://login.corp.example',
+        '--client-id',
+        'sign-in',
+        '--client-secret-file',
+        secretFile,
+        '--domain',
+        'corp.example',
+      ]);
+      expect(connection.status, connection.output).toBe(0);
+      const made = JSON.parse(connection.output);
+      expect(made).toEqual({
+        id: expect.any(String),
+        name: 'Corp',
+        type: 'oidc',
+        issuer: 'https://login.corp.example',
+        client_id: 'sign-in',
+        has_client_secret: true,
+        domains: ['corp.example'],
+        trust_upstream_mfa: false,
+        created_at: expect.any(String),
+      });
+      const connections = runToExit(env, [CLI, 'connection:list']);
+      expect(JSON.parse(connections.output)).toEqual([made]);
+      expect(connections.output).not.toContain('corp-client-secret');
+      expect(JSON.parse(runToExit(env, [CLI, 'connection:delete', made.id]).output)).toEqual({ deleted: made.id });
+      const gone = runToExit(env, [CLI, 'connection:delete', made.id]);
+      expect({ status: gone.status, output: gone.output.trim() }).toEqual({
+        status: 1,
+        output: 'error: There is no connection with this id.',
+      });
     });
 
     it('rejects bad input with a message and a non-zero exit', () => {
