@@ -35,6 +35,13 @@ export class Connection {
   @FlagColumn({ default: false })
   trustUpstreamMfa: boolean;
 
+  /**
+   * The upstream groups (its ID token's `groups` claim) whose people are administrators here, space-separated;
+   * everyone else a connection signs in is a user. Null: the connection sets no role (people keep theirs).
+   */
+  @Column({ type: 'text', nullable: true })
+  adminGroups: string | null;
+
   @EpochMsColumn()
   createdAt: number;
 

@@ -22,6 +22,8 @@ export interface ConnectionView {
   has_client_secret: boolean;
   domains: string[];
   trust_upstream_mfa: boolean;
+  /** Null: the connection sets no role. */
+  admin_groups: string[] | null;
   created_at: string;
 }
 
@@ -35,6 +37,7 @@ export function viewOf(connection: Connection): ConnectionView {
     has_client_secret: connection.clientSecret !== null,
     domains: connection.domains.split(' '),
     trust_upstream_mfa: connection.trustUpstreamMfa,
+    admin_groups: connection.adminGroups === null ? null : connection.adminGroups.split(' ').filter(Boolean),
     created_at: new Date(connection.createdAt).toISOString(),
   };
 }
@@ -68,6 +71,7 @@ export class ConnectionsService {
       clientSecret: dto.client_secret === undefined ? null : this.sealing.seal(`connection:${id}`, dto.client_secret),
       domains: domains.join(' '),
       trustUpstreamMfa: dto.trust_upstream_mfa ?? false,
+      adminGroups: dto.admin_groups === undefined ? null : [...new Set(dto.admin_groups)].join(' '),
       createdAt: now,
       updatedAt: now,
     };

@@ -6,7 +6,7 @@ import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { CONTROL_CHARACTER } from '../common/text';
 import { isUniqueViolation } from '../database/database-errors';
-import type { Gender } from '../users/user.entity';
+import type { Gender, Role } from '../users/user.entity';
 import { UsersService } from '../users/users.service';
 import type { Connection } from './connection.entity';
 import { ConnectionsRepository } from './connections.repository';
@@ -49,12 +49,19 @@ export class FederatedPeople {
     private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
-  /** The person the upstream's ID token names, created on first sight; throws FederatedRefusal. */
+  /**
+   * The person the upstream's ID token names, created on first sight; at each sign-in their name, and their role
+   * when the connection maps groups (a change audited). Throws FederatedRefusal.
+   */
   async personFor(connection: Connection, claims: IDToken, context: AuditContext): Promise<string> {
     const subject = text(claims.sub, 255);
     if (!subject) throw new FederatedRefusal('The identity provider named nobody.');
+    const role = roleOf(connection, claims.groups);
     const known = await this.connections.personOf(connection.id, subject);
-    if (known) return known;
+    if (known) {
+      await this.update(known, connection, text(claims.name, 100), role, context);
+      return known;
+    }
     const email = text(claims.email, 254);
     if (!email || !EMAIL.test(email) || claims.email_verified !== true) {
       throw new FederatedRefusal('The identity provider did not vouch for an e-mail address.');
@@ -68,15 +75,17 @@ export class FederatedPeople {
     }
     const now = Date.now();
     const name = text(claims.name, 100) ?? email.slice(0, email.indexOf('@')).slice(0, 100);
+    const person = {
+      email,
+      name,
+      gender: genderOf(claims.gender),
+      age: ageOf(claims.birthdate, new Date(now)),
+      role: role ?? ('user' as const),
+    };
     const created = this.transactions.withTransaction(async () => {
-      const userId = await this.users.provision({
-        email,
-        name,
-        gender: genderOf(claims.gender),
-        age: ageOf(claims.birthdate, new Date(now)),
-      });
+      const userId = await this.users.provision(person);
       await this.connections.link(connection.id, subject, userId, now);
-      const details = { connection: connection.id };
+      const details = { connection: connection.id, role: person.role };
       await this.audit.write(AuditService.event({ type: 'user.provisioned', actor: 'system', userId, details }, context, now));
       return userId;
     });
@@ -88,4 +97,29 @@ export class FederatedPeople {
       return linked;
     });
   }
+
+  /** A known person's name as the upstream says it now, and their role when the connection maps groups. */
+  private async update(userId: string, connection: Connection, name: string | undefined, role: Role | undefined, context: AuditContext) {
+    const before = await this.users.roleOf(userId);
+    if (before === undefined) throw new FederatedRefusal('This account no longer exists here.');
+    const changed = role !== undefined && role !== before;
+    const event = changed
+      ? AuditService.event(
+          { type: 'user.role_changed', actor: 'system', userId, details: { from: before, to: role, connection: connection.id } },
+          context,
+        )
+      : undefined;
+    if (!name && !changed) return;
+    await this.transactions.withTransaction(async () => {
+      await this.users.updateFromConnection(userId, { ...(name ? { name } : {}), ...(changed ? { role } : {}) });
+      if (event) await this.audit.write(event);
+    });
+  }
+}
+
+/** The role a connection that maps groups gives the upstream's `groups` claim; undefined when it maps none. */
+function roleOf(connection: Connection, groups: unknown): Role | undefined {
+  if (connection.adminGroups === null) return undefined;
+  const admin = connection.adminGroups.split(' ').filter(Boolean);
+  return Array.isArray(groups) && groups.some((group) => typeof group === 'string' && admin.includes(group)) ? 'admin' : 'user';
 }

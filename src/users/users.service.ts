@@ -126,7 +126,7 @@ export class UsersService implements RoleDirectory {
    * A person a company identity provider vouches for, created at their first sign-in through it: no password of
    * this service (the stored value is no argon2id hash, so no password ever matches it). In the caller's unit.
    */
-  async provision(person: { email: string; name: string; gender: Gender; age: number }): Promise<string> {
+  async provision(person: { email: string; name: string; gender: Gender; age: number; role: Role }): Promise<string> {
     const now = Date.now();
     const id = randomUUID();
     const user = this.users.build({
@@ -137,12 +137,17 @@ export class UsersService implements RoleDirectory {
       name: person.name,
       gender: person.gender,
       age: person.age,
-      role: 'user',
+      role: person.role,
       createdAt: now,
       updatedAt: now,
     });
     await this.users.insert(user);
     return id;
+  }
+
+  /** What a connection says of a person at each sign-in: their name, and their role when it maps groups. In the caller's unit. */
+  async updateFromConnection(userId: string, changes: { name?: string; role?: Role }): Promise<void> {
+    await this.users.update(userId, { ...changes, updatedAt: Date.now() });
   }
 
   /** Whether the person has a password of this service (not someone a connection signs in). */

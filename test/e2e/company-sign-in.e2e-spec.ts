@@ -6,6 +6,7 @@ import { AuditEventsQueryDto } from '../../src/audit/dto/audit-events-query.dto'
 import { Connection } from '../../src/connections/connection.entity';
 import { Identity } from '../../src/connections/identity.entity';
 import { Session } from '../../src/oauth/entities/session.entity';
+import { User } from '../../src/users/user.entity';
 import { Browser, NO_RATE_LIMITS, auditEventsOf, login, parseForm } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { UpstreamOidc } from '../support/upstream-oidc';
@@ -69,6 +70,7 @@ describe('company sign-in (OpenID Connect connection)', () => {
         has_client_secret: true,
         domains: ['corp.example'],
         trust_upstream_mfa: false,
+        admin_groups: null,
         created_at: expect.any(String),
       },
     ]);
@@ -106,10 +108,11 @@ describe('company sign-in (OpenID Connect connection)', () => {
     expect(identities.map((i) => i.subject)).toEqual(['u-ada']);
     const userId = identities[0].userId;
     expect((await auditEventsOf(t, 'user.provisioned', userId)).map((e) => [e.actor, e.details])).toEqual([
-      ['system', { connection: connectionId }],
+      ['system', { connection: connectionId, role: 'user' }],
     ]);
-    // No password of this service signs them in, and none can be mailed to them.
-    expect((await login(new Browser(t), 'ada@corp.example', 'any password at all')).status).toBe(303);
+    // The password form sends them to the connection: no password of this service is checked for them.
+    const form = await login(new Browser(t), 'ada@corp.example', 'any password at all');
+    expect([form.status, form.headers.location]).toEqual([303, `/login/connections/${connectionId}?return_to=%2F`]);
     const again = await signInThrough(new Browser(t), 'u-ada');
     expect(again.answer.status).toBe(303);
     expect(await t.app.get(DataSource).getRepository(Identity).countBy({ connectionId })).toBe(1);
@@ -182,6 +185,45 @@ describe('company sign-in (OpenID Connect connection)', () => {
       error: 'OAUTH_INVALID_RESPONSE invalid response encountered: unexpected "iss" (issuer) response parameter value',
     });
     expect((await browser.get('/account/apps')).status).toBe(302);
+  });
+
+  it("gives the role of the provider's groups at each sign-in, when the connection maps them (a change audited)", async () => {
+    const body = { name: 'Ops', type: 'oidc', issuer: other.issuer, client_id: other.clientId, client_secret: other.clientSecret };
+    const created = await t
+      .http()
+      .post('/admin/connections')
+      .auth(admin, { type: 'bearer' })
+      .send({ ...body, domains: ['ops.example'], admin_groups: ['sign-in-admins'] });
+    expect([created.status, created.body.admin_groups]).toEqual([201, ['sign-in-admins']]);
+    other.accounts.set('u-olga', {
+      sub: 'u-olga',
+      email: 'olga@ops.example',
+      email_verified: true,
+      name: 'Olga',
+      groups: ['staff', 'sign-in-admins'],
+    });
+    expect((await signInThrough(new Browser(t), 'u-olga', created.body.id, other)).answer.status).toBe(303);
+    const [identity] = await t.app.get(DataSource).getRepository(Identity).findBy({ subject: 'u-olga' });
+    const roleOf = async () => (await t.app.get(DataSource).getRepository(User).findOneByOrFail({ id: identity.userId })).role;
+    expect(await roleOf()).toBe('admin');
+    expect((await auditEventsOf(t, 'user.provisioned', identity.userId)).map((e) => e.details)).toEqual([
+      { connection: created.body.id, role: 'admin' },
+    ]);
+
+    other.accounts.set('u-olga', {
+      sub: 'u-olga',
+      email: 'olga@ops.example',
+      email_verified: true,
+      name: 'Olga Renamed',
+      groups: ['staff'],
+    });
+    expect((await signInThrough(new Browser(t), 'u-olga', created.body.id, other)).answer.status).toBe(303);
+    expect(await roleOf()).toBe('user');
+    const user = await t.app.get(DataSource).getRepository(User).findOneByOrFail({ id: identity.userId });
+    expect(user.name).toBe('Olga Renamed');
+    expect((await auditEventsOf(t, 'user.role_changed', identity.userId)).map((e) => [e.actor, e.details])).toEqual([
+      ['system', { from: 'admin', to: 'user', connection: created.body.id }],
+    ]);
   });
 
   it('answers an unknown connection with a page, and deletes one with its identities (people stay)', async () => {

@@ -412,6 +412,7 @@ describe('the built service', () => {
         has_client_secret: true,
         domains: ['corp.example'],
         trust_upstream_mfa: false,
+        admin_groups: null,
         created_at: expect.any(String),
       });
       const connections = runToExit(env, [CLI, 'connection:list']);

@@ -43,7 +43,7 @@ export class UpstreamOidc {
       ],
       jwks: { keys: [key] },
       cookies: { keys: [randomBytes(32).toString('base64url')] },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'gender', 'birthdate'], amr: null },
+      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'gender', 'birthdate', 'groups'], amr: null },
       // Claims in the ID token, as Entra ID, Okta and Google put the e-mail there.
       conformIdTokenClaims: false,
       features: { devInteractions: { enabled: false } },

@@ -11,6 +11,7 @@ interface ConnectionCreateOptions {
   clientId?: string;
   clientSecretFile?: string;
   domain?: string[];
+  adminGroup?: string[];
   trustUpstreamMfa?: boolean;
 }
 
@@ -40,6 +41,7 @@ export class ConnectionCreateCommand extends CommandRunner {
       client_secret: secretFrom(options.clientSecretFile),
       domains: options.domain ?? [],
       trust_upstream_mfa: options.trustUpstreamMfa ?? false,
+      admin_groups: options.adminGroup,
     });
     printJson(await this.connections.create(input, BY_SYSTEM));
   }
@@ -66,6 +68,11 @@ export class ConnectionCreateCommand extends CommandRunner {
 
   @Option({ flags: '--domain <domain>', description: 'an e-mail domain it serves (repeat for more)' })
   domain(value: string, previous?: string[]): string[] {
+    return collect(value, previous);
+  }
+
+  @Option({ flags: '--admin-group <group>', description: 'an upstream group whose people are administrators (repeat for more)' })
+  adminGroup(value: string, previous?: string[]): string[] {
     return collect(value, previous);
   }
 

@@ -45,6 +45,17 @@ export class CreateConnectionDto {
   @Matches(DOMAIN, { each: true, message: 'domains must be lower-case domain names such as example.com' })
   domains: string[];
 
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['sign-in-admins'],
+    description: "the upstream groups (the ID token's groups claim) whose people are administrators here; with it, everyone else is a user",
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(50)
+  @Matches(/^[^\s]{1,255}$/, { each: true, message: 'admin_groups must be group names without spaces (at most 255 characters)' })
+  admin_groups?: string[];
+
   @ApiPropertyOptional({ default: false, description: "an upstream sign-in whose amr says mfa counts as this service's aal2" })
   @IsOptional()
   @IsBoolean()

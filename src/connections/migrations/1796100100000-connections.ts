@@ -27,6 +27,7 @@ export class Connections1796100100000 implements MigrationInterface {
           { name: 'client_secret', type: 'text', isNullable: true },
           { name: 'domains', type: 'text' },
           { name: 'trust_upstream_mfa', type: 'boolean', default: false },
+          { name: 'admin_groups', type: 'text', isNullable: true },
           { name: 'created_at', type: 'bigint' },
           { name: 'updated_at', type: 'bigint' },
         ],
