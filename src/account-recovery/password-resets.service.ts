@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, Logger } from '@nestjs/common';
-import { EventEmitter2 } from '@nestjs/event-emitter';
+import { EventEmitter2, OnEvent } from '@nestjs/event-emitter';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
@@ -66,11 +66,20 @@ export class PasswordResetsService {
     this.audit.log(event);
     const link = new URL('/reset-password', this.config.issuer);
     link.searchParams.set('token', token);
+    // The stored address, not the one typed: lower-casing maps some characters (the Kelvin sign) to others.
+    const to = await this.users.emailOf(person.id);
+    if (!to) return;
     await this.mailer.send({
-      to: email,
+      to,
       subject: 'Reset your password',
       text: `Someone asked to reset the password of your account. If it was you, open this link within 15 minutes:\n\n${link.href}\n\nIf it was not you, ignore this message: your password stays as it is.\n`,
     });
+  }
+
+  /** Any other change of the person's password or e-mail (or this reset) ends the links already sent. */
+  @OnEvent(USER_PASSWORD_RESET, { promisify: true, suppressErrors: false })
+  async onCredentialsChanged(event: UserPasswordResetEvent): Promise<void> {
+    await this.resets.endAll(event.userId, Date.now());
   }
 
   /** Whether a link's token is live and unused (the form is shown only then). */

@@ -37,6 +37,7 @@ export const AUDIT_EVENT_TYPES = [
   'user.email_changed',
   'user.role_changed',
   'user.provisioned',
+  'identity.linked',
   'connection.created',
   'connection.deleted',
 ] as const;

@@ -4,7 +4,8 @@ import type { Request, Response } from 'express';
 import { auditContextOf } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { Public } from '../auth/auth.decorators';
-import { ApiHtml, ApiRedirect } from '../common/openapi';
+import { ApiHtml, ApiProblems, ApiRedirect } from '../common/openapi';
+import { RateLimit } from '../rate-limit/rate-limit';
 import { OAuthPages, SignInSteps, clearCookie, readCookie, safeReturnTo, sendHtml, setCookie } from '../oauth';
 import { SecondFactorsService } from '../mfa/second-factors.service';
 import { PasskeysService } from '../mfa/passkeys.service';
@@ -39,6 +40,8 @@ export class ConnectionLoginController {
   @ApiRedirect(303, 'Signed in: the session cookie is set, to where the sign-in started')
   @ApiHtml(400, 'A sign-in that expired, came back to another browser, or whose answer was refused')
   @ApiHtml(403, 'The person cannot sign in this way (see the page)')
+  @ApiProblems(429)
+  @RateLimit('login')
   async callback(@Req() req: Request, @Res() res: Response): Promise<void> {
     const state = typeof req.query.state === 'string' ? req.query.state : '';
     const cookie = readCookie(req, STATE_COOKIE);
@@ -77,6 +80,8 @@ export class ConnectionLoginController {
   @ApiRedirect(303, "To the connection's identity provider")
   @ApiHtml(404, 'No such connection')
   @ApiHtml(502, 'The identity provider could not be reached')
+  @ApiProblems(429)
+  @RateLimit('login')
   async start(@Param('connectionId') id: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const connection = UUID.test(id) ? await this.connections.find(id) : undefined;
     if (!connection) return sendHtml(res, 404, this.pages.error('Unknown connection', 'There is no such way to sign in here.', BACK));

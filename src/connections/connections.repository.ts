@@ -46,6 +46,11 @@ export class ConnectionsRepository {
     return (await this.identities.findOne({ select: { userId: true }, where: { connectionId, subject } }))?.userId;
   }
 
+  /** Whether any connection vouches for the person. */
+  async hasIdentities(userId: string): Promise<boolean> {
+    return (await this.identities.count({ where: { userId } })) > 0;
+  }
+
   async link(connectionId: string, subject: string, userId: string, now: number): Promise<void> {
     await this.identities.insert({ connectionId, subject, userId, createdAt: now });
   }

@@ -70,8 +70,15 @@ export class FederatedPeople {
     if (!connection.domains.split(' ').includes(domain)) {
       throw new FederatedRefusal(`${connection.name} does not sign in people of ${domain} here.`);
     }
-    if (await this.users.credentials(email)) {
-      throw new FederatedRefusal('An account with this e-mail address already exists here: sign in with it instead.');
+    const existing = await this.users.credentials(email);
+    if (existing) {
+      // Someone only a connection signed in, whose connection was deleted: the domain's connection now vouches for them.
+      if (UsersService.hasOwnPassword(existing) || (await this.connections.hasIdentities(existing.id))) {
+        throw new FederatedRefusal('An account with this e-mail address already exists here: sign in with it instead.');
+      }
+      await this.relink(connection, subject, existing.id, context);
+      await this.update(existing.id, connection, text(claims.name, 100), role, context);
+      return existing.id;
     }
     const now = Date.now();
     const name = text(claims.name, 100) ?? email.slice(0, email.indexOf('@')).slice(0, 100);
@@ -95,6 +102,15 @@ export class FederatedPeople {
       const linked = await this.connections.personOf(connection.id, subject);
       if (!linked) throw new FederatedRefusal('An account with this e-mail address already exists here: sign in with it instead.');
       return linked;
+    });
+  }
+
+  private async relink(connection: Connection, subject: string, userId: string, context: AuditContext): Promise<void> {
+    const now = Date.now();
+    await this.transactions.withTransaction(async () => {
+      await this.connections.link(connection.id, subject, userId, now);
+      const details = { connection: connection.id };
+      await this.audit.write(AuditService.event({ type: 'identity.linked', actor: 'system', userId, details }, context, now));
     });
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import * as client from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
 import { AppConfig } from '../config/app-config';
 import { hashSecret } from '../crypto/secrets';
 import type { Connection } from './connection.entity';
@@ -14,8 +14,13 @@ export const CALLBACK_PATH = '/login/connections/callback';
 /** What a finished upstream sign-in gives: the connection and the ID token's claims, checked by openid-client. */
 export interface UpstreamSignIn {
   connection: Connection;
-  claims: client.IDToken;
+  claims: OpenIdClient.IDToken;
   returnTo: string;
+}
+
+/** openid-client, loaded at the first sign-in through a connection (about 7 MB an instance without one keeps). */
+function openIdClient(): Promise<typeof OpenIdClient> {
+  return import('openid-client');
 }
 
 /**
@@ -46,7 +51,7 @@ function reasonOf(error: unknown): string {
 @Injectable()
 export class OidcUpstream {
   /** Discovered configurations, by connection and its version (a changed connection is discovered again). */
-  private readonly configurations = new Map<string, Promise<client.Configuration>>();
+  private readonly configurations = new Map<string, Promise<OpenIdClient.Configuration>>();
 
   constructor(
     private readonly connections: ConnectionsService,
@@ -60,6 +65,7 @@ export class OidcUpstream {
 
   /** The upstream's authorization URL for a new sign-in, remembered by its `state` (which the caller sets as a cookie too). */
   async start(connection: Connection, returnTo: string): Promise<{ url: URL; state: string }> {
+    const client = await openIdClient();
     const configuration = await this.configurationOf(connection);
     const state = client.randomState();
     const nonce = client.randomNonce();
@@ -91,6 +97,7 @@ export class OidcUpstream {
     if (!login) throw new UpstreamSignInError('This sign-in expired or was already used.');
     const connection = await this.connections.find(login.connectionId);
     if (!connection) throw new UpstreamSignInError('This sign-in expired or was already used.');
+    const client = await openIdClient();
     const configuration = await this.configurationOf(connection);
     try {
       const tokens = await client.authorizationCodeGrant(configuration, currentUrl, {
@@ -108,8 +115,9 @@ export class OidcUpstream {
     }
   }
 
-  private configurationOf(connection: Connection): Promise<client.Configuration> {
+  private async configurationOf(connection: Connection): Promise<OpenIdClient.Configuration> {
     const key = `${connection.id}:${connection.updatedAt}`;
+    const client = await openIdClient();
     let found = this.configurations.get(key);
     if (!found) {
       const secret = this.connections.clientSecretOf(connection);

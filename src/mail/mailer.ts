@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { MailConfig } from './mail.config';
 
 /** A message to one person: plain text (no HTML to escape, nothing a mail client loads). */
@@ -13,11 +13,10 @@ export interface Mail {
 @Injectable()
 export class Mailer implements OnModuleDestroy {
   private readonly logger = new Logger(Mailer.name);
-  private readonly transport: Transporter | undefined;
+  /** Made at the first message: nodemailer costs about 20 MB of memory, which an instance that sends none keeps. */
+  private transport: Promise<Transporter> | undefined;
 
-  constructor(private readonly config: MailConfig) {
-    this.transport = config.smtpUrl ? createTransport(config.smtpUrl, { from: config.from }) : undefined;
-  }
+  constructor(private readonly config: MailConfig) {}
 
   /** Whether mail goes out at all (see MailConfig). */
   get available(): boolean {
@@ -25,8 +24,10 @@ export class Mailer implements OnModuleDestroy {
   }
 
   async send(mail: Mail): Promise<void> {
-    if (this.transport) {
-      await this.transport.sendMail({ from: this.config.from, to: mail.to, subject: mail.subject, text: mail.text });
+    const { smtpUrl, from } = this.config;
+    if (smtpUrl) {
+      this.transport ??= import('nodemailer').then(({ createTransport }) => createTransport(smtpUrl, { from }));
+      await (await this.transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
       return;
     }
     if (!this.config.logInstead) throw new Error('mail is not configured (SMTP_URL)');
@@ -34,7 +35,7 @@ export class Mailer implements OnModuleDestroy {
     this.logger.log(`mail to ${mail.to}: ${mail.subject}\n${mail.text}`);
   }
 
-  onModuleDestroy(): void {
-    this.transport?.close();
+  async onModuleDestroy(): Promise<void> {
+    (await this.transport)?.close();
   }
 }

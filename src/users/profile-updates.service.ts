@@ -10,7 +10,7 @@ import type { UpdateUserDto } from './dto/update-user.dto';
 import { UserResponseDto } from './dto/user-response.dto';
 import { PasswordHasher } from './password-hasher';
 import { USER_PASSWORD_RESET, UserPasswordResetEvent } from './user-events';
-import { OTHERS_CREDENTIALS_NEED_AAL2, OWN_CREDENTIALS_NEED_PROOF, UsersError } from './users.errors';
+import { MANAGED_BY_CONNECTION, OTHERS_CREDENTIALS_NEED_AAL2, OWN_CREDENTIALS_NEED_PROOF, UsersError } from './users.errors';
 import { UsersRepository } from './users.repository';
 import { UsersService } from './users.service';
 
@@ -43,6 +43,9 @@ export class ProfileUpdatesService {
     const newPassword = dto.password !== undefined;
     // Another letter case is the same address (and the same account key): no new way in.
     const newEmail = dto.email.toLowerCase() !== stored.emailNormalized;
+    if ((newPassword || newEmail) && !UsersService.hasOwnPassword(stored)) {
+      throw new DomainError(UsersError.ManagedByConnection, MANAGED_BY_CONNECTION);
+    }
     const proof = newPassword || newEmail ? await this.proofOf(principal, userId, stored.passwordHash, dto.currentPassword) : undefined;
     const role = dto.role !== undefined && dto.role !== stored.role ? dto.role : null;
 

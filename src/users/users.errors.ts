@@ -24,4 +24,9 @@ export const UsersError = defineErrors({
   CurrentPasswordRequired: { code: 'current-password-required', status: 401, headers: stepUp(OWN_CREDENTIALS_NEED_PROOF) },
   StrongerSignInRequired: { code: 'stronger-sign-in-required', status: 401, headers: stepUp(OTHERS_CREDENTIALS_NEED_AAL2) },
   CurrentPasswordWrong: { code: 'current-password-wrong', status: 403 },
+  /** A person a company identity provider signs in: their password and e-mail are the provider's. */
+  ManagedByConnection: { code: 'credentials-managed-by-connection', status: 409 },
 });
+
+export const MANAGED_BY_CONNECTION =
+  "This person signs in through their company's identity provider: their password and e-mail are managed there.";

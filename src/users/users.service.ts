@@ -11,7 +11,7 @@ import type { CreateUserDto } from './dto/create-user.dto';
 import type { ListUsersQueryDto } from './dto/list-users-query.dto';
 import type { SetPasswordDto } from './dto/set-password.dto';
 import { UserResponseDto } from './dto/user-response.dto';
-import { UsersError } from './users.errors';
+import { MANAGED_BY_CONNECTION, UsersError } from './users.errors';
 import { type Gender, User, type Role } from './user.entity';
 import { PasswordHasher } from './password-hasher';
 import { USER_DELETING, USER_PASSWORD_RESET, UserDeletingEvent, UserPasswordResetEvent } from './user-events';
@@ -115,6 +115,7 @@ export class UsersService implements RoleDirectory {
    */
   async setPassword(dto: SetPasswordDto): Promise<UserResponseDto> {
     const found = await this.credentials(dto.email);
+    if (found && !UsersService.hasOwnPassword(found)) throw new DomainError(UsersError.ManagedByConnection, MANAGED_BY_CONNECTION);
     if (!found || !(await this.users.update(found.id, { passwordHash: await this.hasher.hash(dto.password), updatedAt: Date.now() }))) {
       throw userNotFound();
     }
@@ -150,8 +151,14 @@ export class UsersService implements RoleDirectory {
     await this.users.update(userId, { ...changes, updatedAt: Date.now() });
   }
 
+  /** Whether the person of this id has a password of this service (false too when there is no such person). */
+  async hasOwnPasswordById(userId: string): Promise<boolean> {
+    const stored = await this.users.credentialsById(userId);
+    return stored !== null && UsersService.hasOwnPassword(stored);
+  }
+
   /** Whether the person has a password of this service (not someone a connection signs in). */
-  static hasOwnPassword(credentials: UserCredentials): boolean {
+  static hasOwnPassword(credentials: Pick<UserCredentials, 'passwordHash'>): boolean {
     return credentials.passwordHash !== NO_PASSWORD;
   }
 

@@ -7,7 +7,7 @@ import { Connection } from '../../src/connections/connection.entity';
 import { Identity } from '../../src/connections/identity.entity';
 import { Session } from '../../src/oauth/entities/session.entity';
 import { User } from '../../src/users/user.entity';
-import { Browser, NO_RATE_LIMITS, auditEventsOf, login, parseForm } from '../support/oauth';
+import { Browser, NO_RATE_LIMITS, auditEventsOf, login, parseForm, parseForms } from '../support/oauth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { UpstreamOidc } from '../support/upstream-oidc';
 
@@ -122,6 +122,32 @@ describe('company sign-in (OpenID Connect connection)', () => {
     expect(sessions.map((s) => s.amr)).toEqual(['fed', 'fed']);
   });
 
+  it('keeps what the provider manages out of reach here: password, e-mail and new sign-in factors', async () => {
+    corp.accounts.set('u-fay', { sub: 'u-fay', email: 'fay@corp.example', email_verified: true, name: 'Fay' });
+    const browser = new Browser(t);
+    expect((await signInThrough(browser, 'u-fay')).answer.status).toBe(303);
+    const [identity] = await t.app.get(DataSource).getRepository(Identity).findBy({ subject: 'u-fay' });
+    const token = await t.token(identity.userId, ['users:write']);
+    const put = { email: 'fay@corp.example', name: 'Fay', gender: 'other', age: 0, password: 'a password of my own' };
+    const changed = await t.http().put(`/users/${identity.userId}`).auth(token, { type: 'bearer' }).send(put);
+    expect([changed.status, changed.body.type]).toEqual([409, 'urn:problem-type:credentials-managed-by-connection']);
+    const moved = await t
+      .http()
+      .put(`/users/${identity.userId}`)
+      .auth(token, { type: 'bearer' })
+      .send({ ...put, password: undefined, email: 'fay@elsewhere.example' });
+    expect(moved.status).toBe(409);
+    const security = await browser.get('/account/security');
+    const totp = await browser.post('/account/security/totp', { csrf: parseForms(security.text)[0].hidden.csrf });
+    expect(totp.status).toBe(403);
+    expect(totp.text).toContain('Your sign-in is managed by your company&#39;s identity provider');
+  });
+
+  it('lets a local account of a served domain keep signing in with its password', async () => {
+    const local = await t.createUser({ email: 'first.admin@corp.example' });
+    expect((await login(new Browser(t), local.email)).status).toBe(303);
+  });
+
   it("sends the login form's address of a connection's domain to it, whatever password was typed", async () => {
     const browser = new Browser(t);
     const page = await browser.get('/login?return_to=%2Faccount%2Fsecurity');
@@ -224,6 +250,27 @@ describe('company sign-in (OpenID Connect connection)', () => {
     expect((await auditEventsOf(t, 'user.role_changed', identity.userId)).map((e) => [e.actor, e.details])).toEqual([
       ['system', { from: 'admin', to: 'user', connection: created.body.id }],
     ]);
+  });
+
+  it('lets a new connection of the domain vouch again for the people of a deleted one (and no one else)', async () => {
+    const ops = (await t.http().get('/admin/connections').auth(admin, { type: 'bearer' })).body.find(
+      (c: { name: string }) => c.name === 'Ops',
+    );
+    const [olga] = await t.app.get(DataSource).getRepository(Identity).findBy({ subject: 'u-olga' });
+    expect((await t.http().delete(`/admin/connections/${ops.id}`).auth(admin, { type: 'bearer' })).status).toBe(204);
+    expect(await t.app.get(DataSource).getRepository(Identity).countBy({ userId: olga.userId })).toBe(0);
+    const body = { name: 'Ops again', type: 'oidc', issuer: other.issuer, client_id: other.clientId, client_secret: other.clientSecret };
+    const again = await t
+      .http()
+      .post('/admin/connections')
+      .auth(admin, { type: 'bearer' })
+      .send({ ...body, domains: ['ops.example'] });
+    expect(again.status).toBe(201);
+    expect((await signInThrough(new Browser(t), 'u-olga', again.body.id, other)).answer.status).toBe(303);
+    expect((await t.app.get(DataSource).getRepository(Identity).findBy({ userId: olga.userId })).map((i) => i.connectionId)).toEqual([
+      again.body.id,
+    ]);
+    expect((await auditEventsOf(t, 'identity.linked', olga.userId)).map((e) => e.details)).toEqual([{ connection: again.body.id }]);
   });
 
   it('answers an unknown connection with a page, and deletes one with its identities (people stay)', async () => {

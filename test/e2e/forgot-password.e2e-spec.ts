@@ -2,6 +2,8 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PasswordReset } from '../../src/account-recovery/password-reset.entity';
 import { MailConfig } from '../../src/mail/mail.config';
+import { SetPasswordDto } from '../../src/users/dto/set-password.dto';
+import { UsersService } from '../../src/users/users.service';
 import { hashSecret } from '../../src/crypto/secrets';
 import { Browser, NO_RATE_LIMITS, auditEventsOf, expectOAuthError, issueTokens, login, resourceStatus, token } from '../support/oauth';
 import { SmtpInbox } from '../support/smtp-inbox';
@@ -97,6 +99,23 @@ describe('forgot password', () => {
     expect(unknown.answer).toBe(known.answer);
     await inbox.next(person.email);
     expect(inbox.messages.map((mail) => mail.to)).toEqual([]);
+  });
+
+  it('mails the address the account has, whatever case was typed', async () => {
+    const person = await t.createUser();
+    await askForLink(person.email.toUpperCase());
+    const mail = await inbox.next(person.email);
+    expect(mail.to && !Array.isArray(mail.to) ? mail.to.value.map((v) => v.address) : []).toEqual([person.email]);
+  });
+
+  it("ends the links already sent when the person's password changes another way", async () => {
+    const person = await t.createUser();
+    await askForLink(person.email);
+    const link = linkOf((await inbox.next(person.email)).text);
+    await t.app
+      .get(UsersService)
+      .setPassword(Object.assign(new SetPasswordDto(), { email: person.email, password: 'an operator set this one' }));
+    expect((await new Browser(t).get(`${link.pathname}${link.search}`)).status).toBe(400);
   });
 
   it('refuses a link after its time, a second link once one was used, and a made-up one', async () => {

@@ -52,6 +52,7 @@ export class CreateConnectionDto {
   })
   @IsOptional()
   @IsArray()
+  @ArrayMinSize(1)
   @ArrayMaxSize(50)
   @Matches(/^[^\s]{1,255}$/, { each: true, message: 'admin_groups must be group names without spaces (at most 255 characters)' })
   admin_groups?: string[];

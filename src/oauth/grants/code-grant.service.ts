@@ -1,3 +1,5 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../../audit/audit.service';
 import { uuidV7 } from '../../common/uuid-v7';
@@ -51,6 +53,19 @@ export interface CodeExchangeInput {
   jkt?: string;
 }
 
+/** A redemption's request, as its steps share it. */
+interface Redemption {
+  client: Client;
+  input: CodeExchangeInput;
+  requestedResources: string[];
+  issuing: RefreshTokenSecret | undefined;
+  binding: ReturnType<typeof TokenIssuer.bindingFor>;
+  event: AuditEvent;
+  codeHash: string;
+  context: AuditContext;
+  now: number;
+}
+
 function invalidGrant(description: string): OAuthError {
   return new OAuthError('invalid_grant', description);
 }
@@ -71,6 +86,7 @@ export class CodeGrantService {
     private readonly resources: ResourceIndicators,
     private readonly audit: AuditService,
     private readonly lostAnswers: LostAnswers,
+    private readonly transactions: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
   /** Starts a grant and returns its authorization code (shown once; stored as a hash), with its `code.issued` event. */
@@ -140,32 +156,29 @@ export class CodeGrantService {
     const found = await this.codes.find(codeHash, client.id);
     // Unknown, or a code of another client (which this client cannot burn).
     if (!found) throw invalidGrant('The authorization code is invalid.');
-    let redeemed: ConsumedCode | undefined;
-    if (found.consumed_at === null) {
-      // The checks first, on the row as read; then the code is consumed, once, and only the winner stores the
-      // refresh token (for a client allowed the refresh-token grant) and the event with it. A refused code is spent.
-      const row = { ...found, consumed_at: now };
-      const grant = await this.checked(row, client, input, requestedResources, now, () => this.codes.consume(codeHash, client.id, now));
-      event.userId = row.user_id;
-      const refreshToken = issuing && TokenIssuer.refreshTokenOf(grant, row.scope, issuing, binding.refreshJkt);
-      const won = await this.codes.redeem({ codeHash, clientId: client.id, now, event, refreshToken }).catch((error: unknown) => {
-        // Committed or not, nobody knows until the database answers: its retry must not look like a replay.
-        if (isDatabaseUnavailable(error)) this.lostAnswers.record('redemption', codeHash, now);
-        throw error;
-      });
-      if (won) return this.respond(grant, row.scope, issuing, binding.jkt, event);
-      // Another request consumed it in between: this one is a presentation again.
-      redeemed = await this.codes
-        .find(codeHash, client.id)
-        .then((again) => again && this.presentedAgain(again, codeHash, client, context, now));
-    } else redeemed = await this.presentedAgain(found, codeHash, client, context, now);
-    if (!redeemed) throw invalidGrant('The authorization code was already used.');
-    // The retry of a redemption whose answer was lost: the same checks, then the refresh token and the event.
-    const grant = await this.checked(redeemed, client, input, requestedResources, now);
-    event.userId = redeemed.user_id;
-    if (issuing) await this.issuer.storeRefreshToken(grant, now, event, redeemed.scope, issuing, binding.refreshJkt);
-    else await this.audit.write(event);
-    return this.respond(grant, redeemed.scope, issuing, binding.jkt, event);
+    const redemption = { client, input, requestedResources, issuing, binding, event, codeHash, context, now };
+    if (found.consumed_at !== null) return this.presentedAgain(found, redemption);
+    // The checks first, on the row as read; then the code is consumed, once, and only the winner stores the refresh
+    // token (for a client allowed the refresh-token grant) and the event with it.
+    const row = { ...found, consumed_at: now };
+    let grant: GrantRef;
+    try {
+      grant = this.redeemed(row, client, input, requestedResources, now);
+    } catch (error) {
+      // A refused code is spent; one another request consumed in between makes this a presentation again.
+      if (!(error instanceof OAuthError) || (await this.codes.consume(codeHash, client.id, now))) throw error;
+      return this.presentedAgain(await this.codes.find(codeHash, client.id), redemption);
+    }
+    event.userId = row.user_id;
+    const refreshToken = issuing && TokenIssuer.refreshTokenOf(grant, row.scope, issuing, binding.refreshJkt);
+    const won = await this.codes.redeem({ codeHash, clientId: client.id, now, event, refreshToken }).catch((error: unknown) => {
+      // Committed or not, nobody knows until the database answers: its retry must not look like a replay.
+      if (isDatabaseUnavailable(error)) this.lostAnswers.record('redemption', codeHash, now);
+      throw error;
+    });
+    if (won) return this.respond(grant, row.scope, issuing, binding.jkt, event);
+    // Another request consumed it in between: this one is a presentation again.
+    return this.presentedAgain(await this.codes.find(codeHash, client.id), redemption);
   }
 
   private respond(grant: GrantRef, scope: string, issuing: RefreshTokenSecret | undefined, jkt: string | undefined, event: AuditEvent) {
@@ -173,43 +186,33 @@ export class CodeGrantService {
     return this.issuer.respond(grant, scope, issuing, jkt);
   }
 
-  /** {@link redeemed}, running `spend` before a refusal is thrown. */
-  private async checked(
-    row: ConsumedCode,
-    client: Client,
-    input: CodeExchangeInput,
-    requestedResources: string[],
-    now: number,
-    spend?: () => Promise<void>,
-  ): Promise<GrantRef> {
-    try {
-      return this.redeemed(row, client, input, requestedResources, now);
-    } catch (error) {
-      if (spend && error instanceof OAuthError) await spend();
-      throw error;
-    }
-  }
-
   /**
    * A consumed code presented again. It is the client's retry when the first answer was lost with the database
-   * (see LostAnswers): then the consumed code, once, for the same checks; else whatever the first redemption issued
-   * is revoked (RFC 6749 4.1.2) and undefined is returned.
+   * (see LostAnswers): then, after the same checks, tokens of the same grant, once (the retry taken in one unit with
+   * the refresh token and the event); else whatever the first redemption issued is revoked (RFC 6749 4.1.2).
    */
-  private async presentedAgain(
-    known: StoredCode,
-    codeHash: string,
-    client: Client,
-    context: AuditContext,
-    now: number,
-  ): Promise<ConsumedCode | undefined> {
+  private async presentedAgain(known: StoredCode | undefined, r: Redemption): Promise<TokenResponse> {
+    if (!known) throw invalidGrant('The authorization code was already used.');
+    const { client, codeHash, now, event, issuing, binding } = r;
     const consumedAt = epochMs(known.consumed_at);
     const retryUntil = epochMs(known.retry_until, true);
     const retry =
       (retryUntil !== null && retryUntil > now) || (retryUntil === null && this.lostAnswers.holds('redemption', codeHash, consumedAt));
-    if (retry && (await this.codes.takeRetry(codeHash, consumedAt, now))) return { ...known, consumed_at: consumedAt };
+    if (retry) {
+      const row = { ...known, consumed_at: consumedAt };
+      const grant = this.redeemed(row, client, r.input, r.requestedResources, now);
+      event.userId = row.user_id;
+      const taken = await this.transactions.withTransaction(async () => {
+        if (!(await this.codes.takeRetry(codeHash, consumedAt, now))) return false;
+        if (issuing) await this.issuer.storeRefreshToken(grant, now, event, row.scope, issuing, binding.refreshJkt);
+        else await this.audit.write(event);
+        return true;
+      });
+      if (taken) return this.respond(grant, row.scope, issuing, binding.jkt, event);
+    }
     const replayed = { type: 'code.replayed', actor: `client:${client.id}`, userId: known.user_id, clientId: client.id } as const;
-    await this.lifecycle.revokeGrant(known.grant_id, AuditService.event(replayed, context, now));
-    return undefined;
+    await this.lifecycle.revokeGrant(known.grant_id, AuditService.event(replayed, r.context, now));
+    throw invalidGrant('The authorization code was already used.');
   }
 
   /**

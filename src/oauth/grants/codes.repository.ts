@@ -121,9 +121,9 @@ export class CodesRepository {
     return this.db.one<StoredCode>(FIND_CODE, { codeHash, clientId });
   }
 
-  /** Consumes the code if nobody has yet (a refused redemption spends it too). */
-  async consume(codeHash: string, clientId: string, now: number): Promise<void> {
-    await this.db.run(CONSUME_CODE, { codeHash, clientId, now });
+  /** Consumes the code if nobody has yet (a refused redemption spends it too); false when someone had. */
+  async consume(codeHash: string, clientId: string, now: number): Promise<boolean> {
+    return (await this.db.run(CONSUME_CODE, { codeHash, clientId, now })).affected > 0;
   }
 
   /**

@@ -13,6 +13,7 @@ export const RECENT_SIGN_IN_MS = 5 * 60_000;
 /** Where a password-only session of a person with a factor confirms it is them before changing their factors. */
 const STEP_UP_HREF = `/login/step-up?return_to=${encodeURIComponent(ACCOUNT_SECURITY_PATH)}&acr=aal2`;
 export const CONFIRM_FIRST = 'To change how you sign in, first confirm it is you with your authenticator or a passkey.';
+export const MANAGED_BY_CONNECTION = "Your sign-in is managed by your company's identity provider: add passkeys or authenticators there.";
 export const RECENT_PASSWORD =
   'To add your first passkey or authenticator, enter your password again: your sign-in is more than 5 minutes old.';
 
@@ -39,6 +40,9 @@ export class FactorChangeRules {
 
   /** Why the session may not add a factor (`add`) or remove one (`remove`); undefined when it may. */
   async refusal(session: CurrentSession, change: 'add' | 'remove'): Promise<FactorChangeRefusal | undefined> {
+    // A person a company identity provider signs in: a factor here would be a way in that outlives the provider's say.
+    if (change === 'add' && !(await this.users.hasOwnPasswordById(session.userId)))
+      return { error: MANAGED_BY_CONNECTION, confirmFirst: '' };
     const [totp, passkey] = await Promise.all([this.secondFactors.required(session.userId), this.passkeys.has(session.userId)]);
     const href = await this.confirmFirst(session, totp || passkey);
     if (!href || (change === 'remove' && !(totp || passkey))) return undefined;

@@ -104,13 +104,14 @@ export class LoginController {
       fail();
       return;
     }
-    // A domain a connection serves: its people sign in there (they have no password here).
-    const upstream = await this.connections.routeFor(email, returnTo);
+    const user = await this.users.credentials(email);
+    // A domain a connection serves: its people sign in there (they have no password here); a local account of that
+    // domain that has one keeps it.
+    const upstream = user && UsersService.hasOwnPassword(user) ? undefined : await this.connections.routeFor(email, returnTo);
     if (upstream) {
       res.redirect(303, upstream);
       return;
     }
-    const user = await this.users.credentials(email);
     const ok = user ? await this.hasher.verify(user.passwordHash, password) : await this.hasher.verifyNothing(password);
     if (!user || !ok) {
       // Never the email as typed: a password typed into the wrong field would end up in the trail.
