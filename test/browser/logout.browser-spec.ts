@@ -32,7 +32,9 @@ describe('the OpenID Connect logout confirmation page in a real browser', () => 
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(TEST_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    // A sign-in without return_to goes to /, which leads to the account pages.
+    await page.waitForURL((url) => url.pathname === '/account/apps');
+    expect(await page.locator('nav.account').innerText()).toContain(`Signed in as ${email}`);
 
     const logout = `${issuer}/end-session?${new URLSearchParams({
       client_id: client.client_id,

@@ -1,23 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ROOT, onServerPort } from './service-process';
+import { ROOT, accepts, onServerPort } from './service-process';
 
 /** The HAProxy configuration docs/deployment.md shows: run as it is, its addresses given in the environment. */
 export const HAPROXY_CONFIG = join(ROOT, 'deploy/haproxy.cfg');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 /**
  * Debian's HAProxy running {@link HAPROXY_CONFIG} in the foreground (`-db`) in front of the given instances

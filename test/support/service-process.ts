@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { type AddressInfo, type Server, createServer } from 'node:net';
+import { type AddressInfo, type Server, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -185,4 +185,16 @@ export function runToExit(env: Record<string, string>, args = [MAIN]): { status:
     const e = error as { status: number | null; stdout?: Buffer; stderr?: Buffer };
     return { status: e.status, output: `${e.stdout?.toString() ?? ''}${e.stderr?.toString() ?? ''}` };
   }
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port` now (a server started by a test is up). */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }

@@ -1,10 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onServerPort } from './service-process';
+import { accepts, onServerPort } from './service-process';
 
 /** A seeded person of the directory, with the password they bind with (the directory holds only its hash). */
 export interface LdapPerson {
@@ -35,17 +34,6 @@ function ssha(password: string): string {
   const salt = randomBytes(8);
   const digest = createHash('sha1').update(password).update(salt).digest();
   return `{SSHA}${Buffer.concat([digest, salt]).toString('base64')}`;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** A CA and a server certificate for 127.0.0.1 signed by it (P-256, a day), made with `openssl` into `dir`. */
