@@ -45,7 +45,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
     instrumentations: [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?')[0]),
-        applyCustomAttributesOnSpan: nameByRoute,
+        applyCustomAttributesOnSpan: (span, request) => {
+          nameByRoute(span, request);
+          redactQuery(span, request);
+        },
       }),
       // Statements of background jobs (revocation sync, retention) would each be a trace of their own: only those
       // made for a request are traced. Parameters are never recorded (enhancedDatabaseReporting is off).
@@ -68,6 +71,18 @@ function nameByRoute(span: Span, request: IncomingMessage | ClientRequest): void
   if (typeof route !== 'string') return;
   span.setAttribute('http.route', route);
   span.updateName(`${(request as IncomingMessage).method} ${route}`);
+}
+
+/**
+ * A query string carries secrets (a reset link's token, an authorization code at a callback): a span keeps only
+ * its parameters' names (`token=[redacted]`), as the access log keeps none of it.
+ */
+function redactQuery(span: Span, request: IncomingMessage | ClientRequest): void {
+  const url = (request as IncomingMessage).url ?? '';
+  const start = url.indexOf('?');
+  if (start < 0) return;
+  const names = [...new URLSearchParams(url.slice(start + 1)).keys()];
+  span.setAttribute('url.query', names.map((name) => `${encodeURIComponent(name)}=[redacted]`).join('&'));
 }
 
 /** Sends the spans still buffered and stops the SDK (at shutdown); nothing when tracing is off. */

@@ -19,6 +19,7 @@ describe('tracing (OpenTelemetry, OTLP)', () => {
   let db: TestDatabase;
   let svc: RunningService;
   let flow: Awaited<ReturnType<typeof codeFlow>>;
+  const resetSecret = randomBytes(32).toString('base64url');
   const caller = { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') };
 
   beforeAll(async () => {
@@ -38,6 +39,7 @@ describe('tracing (OpenTelemetry, OTLP)', () => {
     });
     expect(traced.status).toBe(200);
     expect((await fetch(`${svc.baseUrl}/health/ready`)).status).toBe(200);
+    expect((await fetch(`${svc.baseUrl}/reset-password?token=${resetSecret}`)).status).toBe(400);
   }, 120_000);
 
   afterAll(async () => {
@@ -110,5 +112,11 @@ describe('tracing (OpenTelemetry, OTLP)', () => {
     await receiver.waitFor((s) => s.kind === SERVER && s.traceId === caller.traceId);
     const exported = JSON.stringify(receiver.spans);
     for (const secret of flow.secrets) expect(exported).not.toContain(secret);
+  });
+
+  it("keeps a query string's parameter names only: no secret in a span", async () => {
+    const reset = await receiver.waitFor((s) => s.kind === SERVER && s.name === 'GET /reset-password');
+    expect(reset.attributes['url.query']).toBe('token=[redacted]');
+    expect(JSON.stringify(receiver.spans)).not.toContain(resetSecret);
   });
 });
