@@ -5,7 +5,7 @@ import type { Request, Response } from 'express';
 import { auditContextOf } from '../audit/audit-events';
 import { Public } from '../auth/auth.decorators';
 import { ApiHtml, ApiPageForm, ApiPageFormErrors, ApiProblems } from '../common/openapi';
-import { CONTROL_CHARACTER } from '../common/text';
+import { CONTROL_CHARACTER, EMAIL_ADDRESS } from '../common/text';
 import { NoQueryParams } from '../common/validation';
 import { OAuthPages, SignInSteps, sendHtml } from '../oauth';
 import { RateLimit } from '../rate-limit/rate-limit';
@@ -14,8 +14,6 @@ import { PasswordResetsService } from './password-resets.service';
 const SENT = 'If an account has this address, a link to reset its password is on its way. It works once, for 15 minutes.';
 const UNAVAILABLE = 'Password reset by e-mail is not available on this service. Ask an administrator to reset your password.';
 const DEAD_LINK = 'This link is invalid, was already used, or has expired. Ask for a new one.';
-/** What a browser's e-mail field accepts, roughly: one address, no spaces. */
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 /** `GET /reset-password`: the link's secret (checked by the service: anything but a live link is the same page). */
 export class ResetLinkQueryDto {
@@ -61,7 +59,7 @@ export class PasswordResetController {
     if (!form) return;
     if (!this.resets.available) return sendHtml(res, 503, this.pages.notice('Reset your password', UNAVAILABLE));
     const email = field(form.body, 'email').trim();
-    if (email.length > 254 || !EMAIL.test(email) || CONTROL_CHARACTER.test(email)) {
+    if (email.length > 254 || !EMAIL_ADDRESS.test(email) || CONTROL_CHARACTER.test(email)) {
       return sendHtml(res, 400, this.pages.forgotPassword({ csrf: form.cookieToken, error: 'Enter an e-mail address.' }));
     }
     this.resets.requestInBackground(email, auditContextOf(req));

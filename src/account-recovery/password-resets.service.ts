@@ -13,7 +13,7 @@ import { UsersService } from '../users/users.service';
 import { PasswordResetsRepository } from './password-resets.repository';
 
 /** How long a reset link works: long enough to reach a mailbox, short enough that an old mail is no way in. */
-export const RESET_LINK_TTL_MS = 15 * 60_000;
+const RESET_LINK_TTL_MS = 15 * 60_000;
 /** A reset token: 32 random bytes, base64url (as every secret of the service). */
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 

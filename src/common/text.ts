@@ -2,6 +2,9 @@
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
+/** One e-mail address, roughly as a browser's e-mail field takes it: something, an @, something, no spaces. */
+export const EMAIL_ADDRESS = /^[^\s@]+@[^\s@]+$/;
+
 /**
  * Control characters that no text field of the API has a use for: C0 but tab, line feed and carriage return, and
  * DEL. (PostgreSQL cannot store NUL in a text column at all: let through, it would fail as a 500 there.)

@@ -134,6 +134,11 @@ export function OneOf(field: string, values: readonly string[]) {
 export const SORT_ORDERS = ['asc', 'desc'] as const;
 export type SortOrder = (typeof SORT_ORDERS)[number];
 
+/** Whether `value` is a UUID (any case), as path ids are. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
 /** Path ids are UUIDs; anything else is a 400 naming the parameter, before any query runs. */
 @Injectable()
 export class UuidParamPipe implements PipeTransform<string, string> {

@@ -5,6 +5,7 @@ import { auditContextOf } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
 import { Public } from '../auth/auth.decorators';
 import { ApiHtml, ApiProblems, ApiRedirect } from '../common/openapi';
+import { isUuid } from '../common/validation';
 import { RateLimit } from '../rate-limit/rate-limit';
 import { OAuthPages, SignInSteps, clearCookie, readCookie, safeReturnTo, sendHtml, setCookie } from '../oauth';
 import { SecondFactorsService } from '../mfa/second-factors.service';
@@ -17,7 +18,6 @@ import { CALLBACK_PATH, OidcUpstream, UpstreamSignInError } from './oidc-upstrea
 
 /** The cookie that binds a sign-in sent upstream to this browser (its `state`), for ten minutes. */
 const STATE_COOKIE = 'connection_state';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Signing in through a connection: off to the upstream provider, and back (RFC 6749 4.1 as its client). */
 @Public()
@@ -83,7 +83,7 @@ export class ConnectionLoginController {
   @ApiProblems(429)
   @RateLimit('login')
   async start(@Param('connectionId') id: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const connection = UUID.test(id) ? await this.connections.find(id) : undefined;
+    const connection = isUuid(id) ? await this.connections.find(id) : undefined;
     if (!connection) return sendHtml(res, 404, this.pages.error('Unknown connection', 'There is no such way to sign in here.', BACK));
     try {
       const { url, state } = await this.upstream.start(connection, safeReturnTo(req.query.return_to));

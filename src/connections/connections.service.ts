@@ -27,7 +27,7 @@ export interface ConnectionView {
   created_at: string;
 }
 
-export function viewOf(connection: Connection): ConnectionView {
+function viewOf(connection: Connection): ConnectionView {
   return {
     id: connection.id,
     name: connection.name,

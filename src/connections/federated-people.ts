@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import type { IDToken } from 'openid-client';
 import type { AuditContext } from '../audit/audit-events';
 import { AuditService } from '../audit/audit.service';
-import { CONTROL_CHARACTER } from '../common/text';
+import { CONTROL_CHARACTER, EMAIL_ADDRESS } from '../common/text';
 import { isUniqueViolation } from '../database/database-errors';
 import type { Gender, Role } from '../users/user.entity';
 import { UsersService } from '../users/users.service';
@@ -13,8 +13,6 @@ import { ConnectionsRepository } from './connections.repository';
 
 /** Why a person a connection vouches for cannot sign in here, as the page says it. */
 export class FederatedRefusal extends Error {}
-
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 function text(value: unknown, max: number): string | undefined {
   return typeof value === 'string' && value.length > 0 && value.length <= max && !CONTROL_CHARACTER.test(value) ? value : undefined;
@@ -63,7 +61,7 @@ export class FederatedPeople {
       return known;
     }
     const email = text(claims.email, 254);
-    if (!email || !EMAIL.test(email) || claims.email_verified !== true) {
+    if (!email || !EMAIL_ADDRESS.test(email) || claims.email_verified !== true) {
       throw new FederatedRefusal('The identity provider did not vouch for an e-mail address.');
     }
     const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();

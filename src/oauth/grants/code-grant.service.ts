@@ -53,8 +53,8 @@ export interface CodeExchangeInput {
   jkt?: string;
 }
 
-/** A redemption's request, as its steps share it. */
-interface Redemption {
+/** A code's presentation at the token endpoint, as the steps of its exchange share it. */
+interface Presentation {
   client: Client;
   input: CodeExchangeInput;
   requestedResources: string[];
@@ -156,8 +156,8 @@ export class CodeGrantService {
     const found = await this.codes.find(codeHash, client.id);
     // Unknown, or a code of another client (which this client cannot burn).
     if (!found) throw invalidGrant('The authorization code is invalid.');
-    const redemption = { client, input, requestedResources, issuing, binding, event, codeHash, context, now };
-    if (found.consumed_at !== null) return this.presentedAgain(found, redemption);
+    const presentation = { client, input, requestedResources, issuing, binding, event, codeHash, context, now };
+    if (found.consumed_at !== null) return this.presentedAgain(found, presentation);
     // The checks first, on the row as read; then the code is consumed, once, and only the winner stores the refresh
     // token (for a client allowed the refresh-token grant) and the event with it.
     const row = { ...found, consumed_at: now };
@@ -167,7 +167,7 @@ export class CodeGrantService {
     } catch (error) {
       // A refused code is spent; one another request consumed in between makes this a presentation again.
       if (!(error instanceof OAuthError) || (await this.codes.consume(codeHash, client.id, now))) throw error;
-      return this.presentedAgain(await this.codes.find(codeHash, client.id), redemption);
+      return this.presentedAgain(await this.codes.find(codeHash, client.id), presentation);
     }
     event.userId = row.user_id;
     const refreshToken = issuing && TokenIssuer.refreshTokenOf(grant, row.scope, issuing, binding.refreshJkt);
@@ -178,7 +178,7 @@ export class CodeGrantService {
     });
     if (won) return this.respond(grant, row.scope, issuing, binding.jkt, event);
     // Another request consumed it in between: this one is a presentation again.
-    return this.presentedAgain(await this.codes.find(codeHash, client.id), redemption);
+    return this.presentedAgain(await this.codes.find(codeHash, client.id), presentation);
   }
 
   private respond(grant: GrantRef, scope: string, issuing: RefreshTokenSecret | undefined, jkt: string | undefined, event: AuditEvent) {
@@ -191,7 +191,7 @@ export class CodeGrantService {
    * (see LostAnswers): then, after the same checks, tokens of the same grant, once (the retry taken in one unit with
    * the refresh token and the event); else whatever the first redemption issued is revoked (RFC 6749 4.1.2).
    */
-  private async presentedAgain(known: StoredCode | undefined, r: Redemption): Promise<TokenResponse> {
+  private async presentedAgain(known: StoredCode | undefined, r: Presentation): Promise<TokenResponse> {
     if (!known) throw invalidGrant('The authorization code was already used.');
     const { client, codeHash, now, event, issuing, binding } = r;
     const consumedAt = epochMs(known.consumed_at);
